@@ -1,0 +1,439 @@
+//! The command line: argument parsing, the options the commands share, and
+//! the conventions they all follow. Every failure is one line on stderr,
+//! `timewarp: <problem>`, with exit status 2 for bad input or usage and 1
+//! for a failing GPU; nothing panics, and `--out` is written only on success.
+
+mod bench;
+mod distance;
+mod info;
+mod knn;
+mod matrix;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use ndarray::{Array2, ArrayView2};
+use ndarray_npy::WritableElement;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+use timewarp::formats::{self, Dataset};
+use timewarp::gpu::Gpu;
+use timewarp::{
+    Backend, ComputeOptions, Device, Dtw, Error, Float, Metric, Precision, SeriesSet, SoftDtw,
+    Twed,
+};
+
+const INPUT_FORMATS: &str = "\
+Input formats, by extension:
+  .ts          sktime/aeon format (UCR/UEA archives): labels, multivariate, unequal lengths
+  .tsv, .txt   UCR format: one univariate series per line, the class label first
+  .csv         one univariate series per line, values only (no labels)
+  .npy         float64 or float32 array, series x time or series x time x dims";
+
+#[derive(Parser)]
+#[command(
+    name = "timewarp",
+    version,
+    about = "Elastic time-series distances (DTW, Soft-DTW, TWED) on NVIDIA GPUs or the CPU",
+    after_help = INPUT_FORMATS,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The distance of every series of A (rows) to every series of B
+    /// (columns), or of A to itself
+    #[command(after_help = distance::EXAMPLES)]
+    Distance(distance::Args),
+    /// k-nearest-neighbour classification of a test set by a training set
+    #[command(after_help = knn::EXAMPLES)]
+    Knn(knn::Args),
+    /// Version, GPUs and kernels found, CPU threads
+    #[command(after_help = info::EXAMPLES)]
+    Info,
+    /// Times every measure and backend on generated data
+    #[command(after_help = bench::EXAMPLES)]
+    Bench(bench::Args),
+}
+
+/// Parses the command line, runs the command and reports a failure.
+pub fn main() -> ExitCode {
+    // Usage errors and --help exit here, with clap's status (2 or 0).
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Distance(args) => distance::run(args),
+        Command::Knn(args) => knn::run(args),
+        Command::Info => info::run(),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            // One line, whatever the message holds.
+            let message = failure.message.replace(['\r', '\n'], " ");
+            eprintln!("timewarp: {message}");
+            ExitCode::from(failure.status)
+        }
+    }
+}
+
+/// Why a command failed, and its exit status.
+#[derive(Debug)]
+pub struct Failure {
+    message: String,
+    status: u8,
+}
+
+impl Failure {
+    /// Bad input, parameters or usage: exit status 2.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            status: 2,
+        }
+    }
+
+    /// The computation itself failed: exit status 1.
+    pub fn runtime(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            status: 1,
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        match error {
+            Error::GpuUnavailable(_) | Error::Gpu(_) => Self::runtime(error.to_string()),
+            _ => Self::usage(error.to_string()),
+        }
+    }
+}
+
+/// The measures, as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MetricKind {
+    Dtw,
+    SoftDtw,
+    Twed,
+}
+
+impl MetricKind {
+    pub const ALL: [MetricKind; 3] = [MetricKind::Dtw, MetricKind::SoftDtw, MetricKind::Twed];
+
+    /// The command-line name: `dtw`, `soft-dtw` or `twed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetricKind::Dtw => "dtw",
+            MetricKind::SoftDtw => "soft-dtw",
+            MetricKind::Twed => "twed",
+        }
+    }
+
+    /// The measure with its default parameters.
+    pub fn with_defaults(self) -> Result<Metric, Failure> {
+        MetricArgs::new(self).metric()
+    }
+}
+
+/// The measure and its parameters (`distance` and `knn`).
+#[derive(clap::Args)]
+pub struct MetricArgs {
+    /// The measure
+    #[arg(long, value_enum)]
+    metric: MetricKind,
+    /// Soft-DTW smoothing, > 0 (soft-dtw only) [default: 1.0]
+    #[arg(long, value_name = "G", allow_negative_numbers = true)]
+    gamma: Option<f64>,
+    /// TWED stiffness, >= 0 (twed only) [default: 0.001]
+    #[arg(long, value_name = "NU", allow_negative_numbers = true)]
+    nu: Option<f64>,
+    /// TWED deletion penalty, >= 0 (twed only) [default: 1.0]
+    #[arg(long, value_name = "L", allow_negative_numbers = true)]
+    lambda: Option<f64>,
+    /// TWED: the Lp norm between samples, >= 1 (twed only) [default: 2]
+    #[arg(long, value_name = "P", allow_negative_numbers = true)]
+    degree: Option<f64>,
+    /// DTW Sakoe-Chiba band radius in samples (dtw only) [default: no band]
+    #[arg(long, value_name = "W")]
+    band: Option<usize>,
+}
+
+impl MetricArgs {
+    fn new(metric: MetricKind) -> Self {
+        Self {
+            metric,
+            gamma: None,
+            nu: None,
+            lambda: None,
+            degree: None,
+            band: None,
+        }
+    }
+
+    /// The measure; a parameter of another measure is an error rather than
+    /// silently ignored, and values out of range are the library's errors.
+    pub fn metric(&self) -> Result<Metric, Failure> {
+        let parameters = [
+            ("gamma", self.gamma.is_some(), MetricKind::SoftDtw),
+            ("nu", self.nu.is_some(), MetricKind::Twed),
+            ("lambda", self.lambda.is_some(), MetricKind::Twed),
+            ("degree", self.degree.is_some(), MetricKind::Twed),
+            ("band", self.band.is_some(), MetricKind::Dtw),
+        ];
+        for (flag, given, owner) in parameters {
+            if given && owner != self.metric {
+                return Err(Failure::usage(format!(
+                    "--{flag} applies only to --metric {}, not {}",
+                    owner.name(),
+                    self.metric.name()
+                )));
+            }
+        }
+        Ok(match self.metric {
+            MetricKind::Dtw => self.band.map_or_else(Dtw::new, Dtw::with_band).into(),
+            MetricKind::SoftDtw => SoftDtw::new(self.gamma.unwrap_or(1.0))?.into(),
+            MetricKind::Twed => {
+                let defaults = Twed::default();
+                Twed::new(
+                    self.nu.unwrap_or(defaults.nu()),
+                    self.lambda.unwrap_or(defaults.lambda()),
+                    self.degree.unwrap_or(defaults.degree()),
+                )?
+                .into()
+            }
+        })
+    }
+}
+
+/// Where and in which precision to compute (every command that computes).
+#[derive(clap::Args)]
+pub struct ComputeArgs {
+    /// Where to compute: auto is the GPU if one is usable, else the CPU
+    #[arg(long, default_value = "auto", value_parser = device_parser())]
+    device: Device,
+    /// Floating-point precision of the computation
+    #[arg(long, default_value = "f64", value_parser = precision_parser())]
+    precision: Precision,
+}
+
+fn device_parser() -> impl TypedValueParser<Value = Device> {
+    PossibleValuesParser::new(["auto", "cpu", "gpu"]).map(|name| match name.as_str() {
+        "cpu" => Device::Cpu,
+        "gpu" => Device::Gpu,
+        _ => Device::Auto,
+    })
+}
+
+fn precision_parser() -> impl TypedValueParser<Value = Precision> {
+    PossibleValuesParser::new(["f32", "f64"]).map(|name| match name.as_str() {
+        "f32" => Precision::F32,
+        _ => Precision::F64,
+    })
+}
+
+impl ComputeArgs {
+    /// The backend `--device` gives here.
+    pub fn backend(&self) -> Result<Backend, Failure> {
+        resolve_backend(self.device)
+    }
+
+    /// `f32` or `f64`.
+    pub fn precision_name(&self) -> &'static str {
+        match self.precision {
+            Precision::F32 => f32::NAME,
+            Precision::F64 => f64::NAME,
+        }
+    }
+}
+
+/// The backend for `device`; when `auto` falls back to the CPU, a notice
+/// on stderr says why.
+pub fn resolve_backend(device: Device) -> Result<Backend, Failure> {
+    let backend = Backend::resolve(device)?;
+    if device == Device::Auto && !backend.is_gpu() {
+        if let Err(error) = Gpu::get() {
+            eprintln!(
+                "timewarp: no usable GPU ({}); computing on the CPU",
+                gpu_unavailable_reason(error)
+            );
+        }
+    }
+    Ok(backend)
+}
+
+/// The reason inside an `Error::GpuUnavailable`, without its prefix.
+pub fn gpu_unavailable_reason(error: Error) -> String {
+    match error {
+        Error::GpuUnavailable(reason) => reason,
+        other => other.to_string(),
+    }
+}
+
+/// Options that compute on exactly `backend`, whatever the GPU does later.
+pub fn options_for(backend: Backend) -> ComputeOptions {
+    ComputeOptions::on(match backend {
+        Backend::Cpu => Device::Cpu,
+        Backend::Gpu(_) => Device::Gpu,
+    })
+}
+
+/// `cpu` or `gpu 0 (NVIDIA H100 ...)`, for messages.
+pub fn describe(backend: Backend) -> String {
+    match backend {
+        Backend::Cpu => "cpu".into(),
+        Backend::Gpu(gpu) => format!("gpu {} ({})", gpu.info().ordinal, gpu.info().name),
+    }
+}
+
+/// A data file, read.
+pub struct Input {
+    pub path: PathBuf,
+    pub data: Dataset,
+}
+
+impl Input {
+    pub fn load(path: &Path) -> Result<Input, Failure> {
+        Ok(Input {
+            path: path.to_path_buf(),
+            data: formats::read_dataset(path)?,
+        })
+    }
+
+    /// The series in precision `T`; problems name the file.
+    pub fn series<T: Float>(&self) -> Result<SeriesSet<T>, Failure> {
+        self.data
+            .to_series_set()
+            .map_err(|e| Failure::usage(format!("{}: {e}", self.path.display())))
+    }
+
+    /// The class labels, which `.csv` and `.npy` files lack.
+    pub fn labels(&self) -> Result<&[String], Failure> {
+        self.data.labels.as_deref().ok_or_else(|| {
+            Failure::usage(format!(
+                "{}: no class labels (knn needs a .ts file with labels, or .tsv/.txt)",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// An error unless `other`'s samples have as many dimensions as ours.
+    pub fn check_same_dims(&self, other: &Input) -> Result<(), Failure> {
+        let (ours, theirs) = (self.data.dims(), other.data.dims());
+        if ours == theirs {
+            return Ok(());
+        }
+        Err(Failure::usage(format!(
+            "{}: {theirs} dimensions per sample, but {} has {ours}",
+            other.path.display(),
+            self.path.display()
+        )))
+    }
+}
+
+/// The matrix of `a`'s series (rows) against `b`'s (or `a`'s own) on
+/// `backend`, with its timing on stderr.
+pub fn compute_matrix<T: Float>(
+    a: &Input,
+    b: Option<&Input>,
+    metric: Metric,
+    backend: Backend,
+) -> Result<Array2<T>, Failure> {
+    let a_set = a.series::<T>()?;
+    let b_set = b.map(Input::series::<T>).transpose()?;
+    let start = Instant::now();
+    let matrix = matrix::compute(&a_set, b_set.as_ref(), metric, backend)?;
+    let pairs = match b_set {
+        Some(_) => matrix.len(),
+        None => a_set.len() * (a_set.len() + 1) / 2,
+    };
+    eprintln!(
+        "computed {pairs} distances in {:.2} s on {} ({})",
+        start.elapsed().as_secs_f64(),
+        describe(backend),
+        T::NAME
+    );
+    Ok(matrix)
+}
+
+/// Text on stdout. A closed pipe (`| head`) is not a failure.
+pub fn print(text: &str) -> Result<(), Failure> {
+    stdout_result(std::io::stdout().lock().write_all(text.as_bytes()))
+}
+
+/// A matrix as CSV on stdout.
+pub fn print_csv<T: Float>(matrix: ArrayView2<T>) -> Result<(), Failure> {
+    stdout_result(formats::write_csv(std::io::stdout().lock(), matrix))
+}
+
+fn stdout_result(result: std::io::Result<()>) -> Result<(), Failure> {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::runtime(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks `--out` before any work: a known extension, an existing folder.
+pub fn check_output_path(path: &Path) -> Result<(), Failure> {
+    let fail = |problem: String| Err(Failure::usage(format!("{}: {problem}", path.display())));
+    let extension = path.extension().map(|e| e.to_string_lossy().to_lowercase());
+    if !matches!(extension.as_deref(), Some("csv" | "npy")) {
+        return fail("the output must end in .csv or .npy".into());
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return fail(format!("no folder {}", folder.display()));
+    }
+    Ok(())
+}
+
+/// Writes the matrix to `path` (.csv or .npy) through a temporary file in
+/// the same folder, renamed at the end, so a failure leaves no partial file.
+pub fn write_output<T: Float + WritableElement>(
+    path: &Path,
+    matrix: ArrayView2<T>,
+) -> Result<(), Failure> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let extension = path.extension().unwrap_or_default().to_string_lossy();
+    let temporary = path.with_file_name(format!(
+        ".{name}.{}.partial.{extension}",
+        std::process::id()
+    ));
+    let result = formats::write_matrix(&temporary, matrix).and_then(|()| {
+        std::fs::rename(&temporary, path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    });
+    result.map_err(|error| {
+        let _ = std::fs::remove_file(&temporary);
+        // Name the file asked for, not the temporary one.
+        match error {
+            Error::Io { source, .. } => Failure::usage(format!("{}: {source}", path.display())),
+            other => other.into(),
+        }
+    })
+}
+
+/// A progress bar on stderr of `total` steps, drawn only when stderr is a
+/// terminal, so that it never mixes into redirected output.
+pub fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template("{bar:40} {percent:>3}% {elapsed} (eta {eta}) {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::new(total).with_style(style)
+}

@@ -1,0 +1,128 @@
+//! `timewarp knn`: k-nearest-neighbour classification and its accuracy.
+
+use super::{compute_matrix, print, ComputeArgs, Failure, Input, MetricArgs};
+use ndarray::{Array2, ArrayView1};
+use std::cmp::{Ordering, Reverse};
+use std::path::PathBuf;
+use timewarp::{Float, Precision};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # 1-NN with DTW on GunPoint: prints accuracy: 0.906667 and error: 0.093333
+  timewarp knn --train tests/data/GunPoint_TRAIN.ts --test tests/data/GunPoint_TEST.ts --metric dtw
+
+  # TWED with aeon's defaults (nu 0.001, lambda 1, degree 2), 3 neighbours, on the CPU
+  timewarp knn --train train.tsv --test test.tsv --metric twed -k 3 --device cpu
+
+Ties: among equal distances the lower training index ranks first. With k > 1
+the class with most votes among the k nearest wins; a tie between classes goes
+to the class whose best-ranked member is nearest. Test series whose label the
+training set lacks count as errors. Labels come from .ts or .tsv/.txt files.";
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The labelled training series (.ts, .tsv or .txt)
+    #[arg(long, value_name = "FILE")]
+    train: PathBuf,
+    /// The labelled test series to classify (.ts, .tsv or .txt)
+    #[arg(long, value_name = "FILE")]
+    test: PathBuf,
+    #[command(flatten)]
+    metric: MetricArgs,
+    #[command(flatten)]
+    compute: ComputeArgs,
+    /// Neighbours that vote, from 1 to the number of training series
+    #[arg(short, default_value_t = 1)]
+    k: usize,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    let metric = args.metric.metric()?;
+    if args.k == 0 {
+        return Err(Failure::usage("-k 0: k must be at least 1"));
+    }
+    let train = Input::load(&args.train)?;
+    let test = Input::load(&args.test)?;
+    let (train_labels, test_labels) = (train.labels()?, test.labels()?);
+    train.check_same_dims(&test)?;
+    if args.k > train.data.len() {
+        return Err(Failure::usage(format!(
+            "-k {}: more than the {} series of {}",
+            args.k,
+            train.data.len(),
+            train.path.display()
+        )));
+    }
+    let backend = args.compute.backend()?;
+    // Rows: test series; columns: training series. f32 widens exactly.
+    let distances: Array2<f64> = match args.compute.precision {
+        Precision::F32 => compute_matrix::<f32>(&test, Some(&train), metric, backend)?.mapv(f64::from),
+        Precision::F64 => compute_matrix::<f64>(&test, Some(&train), metric, backend)?,
+    };
+    let wrong = distances
+        .outer_iter()
+        .zip(test_labels)
+        .filter(|(row, label)| classify(*row, train_labels, args.k) != label.as_str())
+        .count();
+    let n = test_labels.len() as f64;
+    print(&format!(
+        "accuracy: {:.6}\nerror: {:.6}\n",
+        (n - wrong as f64) / n,
+        wrong as f64 / n
+    ))
+}
+
+/// The class of a test series from its distances to the training series:
+/// the majority among the `k` nearest, ties as the help describes.
+fn classify<'a, T: Float>(distances: ArrayView1<T>, labels: &'a [String], k: usize) -> &'a str {
+    let by_rank = |&i: &usize, &j: &usize| -> Ordering {
+        distances[i].to_f64().total_cmp(&distances[j].to_f64()).then(i.cmp(&j))
+    };
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    order.select_nth_unstable_by(k - 1, by_rank);
+    let nearest = &mut order[..k];
+    nearest.sort_unstable_by(by_rank);
+    // Votes per class, classes in the order of their best-ranked member.
+    let mut votes: Vec<(&str, usize)> = Vec::new();
+    for &i in nearest.iter() {
+        match votes.iter_mut().find(|(label, _)| *label == labels[i]) {
+            Some((_, count)) => *count += 1,
+            None => votes.push((&labels[i], 1)),
+        }
+    }
+    // min_by_key keeps the first of equals: the nearest class wins a tie.
+    votes
+        .iter()
+        .min_by_key(|&&(_, count)| Reverse(count))
+        .map_or("", |&(label, _)| label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    fn labels(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn nearest_neighbour_and_index_ties() {
+        let train = labels(&["a", "b", "c"]);
+        assert_eq!(classify(array![3.0, 1.0, 2.0].view(), &train, 1), "b");
+        // Equal distances: the lower training index.
+        assert_eq!(classify(array![2.0, 1.0, 1.0].view(), &train, 1), "b");
+        assert_eq!(classify(array![1.0f32, 1.0, 1.0].view(), &train, 1), "a");
+    }
+
+    #[test]
+    fn majority_vote_and_class_ties() {
+        let train = labels(&["x", "y", "y", "x", "z"]);
+        // Nearest three: x (0.1), y (0.2), y (0.3): y has the majority.
+        assert_eq!(classify(array![0.1, 0.2, 0.3, 0.9, 0.8].view(), &train, 3), "y");
+        // Nearest four: x, y, y, x: a tie, and x's best member is nearest.
+        assert_eq!(classify(array![0.1, 0.2, 0.3, 0.4, 0.8].view(), &train, 4), "x");
+        // All five: x 2, y 2, z 1; y's best member (0.05) is nearest.
+        assert_eq!(classify(array![0.1, 0.05, 0.3, 0.4, 0.0].view(), &train, 5), "y");
+    }
+}

@@ -1,0 +1,187 @@
+//! The public entry points: distance matrices on the chosen device, single
+//! distances, and the Soft-DTW gradient.
+
+use crate::gpu::Gpu;
+use crate::{cpu, Error, Float, Metric, Result, SeriesSet};
+use ndarray::{Array2, ArrayView2};
+use timewarp_kernels::{DtwParams, Recurrence, SoftDtwParams, TwedParams};
+
+/// Where to compute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Device {
+    /// The GPU if one is usable, else the CPU.
+    #[default]
+    Auto,
+    /// The CPU backend (all cores).
+    Cpu,
+    /// The GPU; an error if there is none.
+    Gpu,
+}
+
+/// How to compute a distance matrix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ComputeOptions {
+    pub device: Device,
+    /// At most this many bytes of device memory (default: 3/4 of what is
+    /// free). Larger problems are processed in tiles and chunks.
+    pub gpu_memory_budget: Option<usize>,
+    /// The GPU kernel variant, one of [`GPU_VARIANTS`] (default: the first).
+    pub gpu_variant: Option<&'static str>,
+}
+
+/// The GPU kernel variants of every measure, best first. `naive`: one thread
+/// per pair, two rolling rows in global memory.
+pub const GPU_VARIANTS: &[&str] = &["naive"];
+
+impl ComputeOptions {
+    pub fn on(device: Device) -> Self {
+        Self {
+            device,
+            ..Self::default()
+        }
+    }
+}
+
+/// The backend a [`Device`] choice resolves to here and now.
+#[derive(Clone, Copy)]
+pub enum Backend {
+    Cpu,
+    Gpu(&'static Gpu),
+}
+
+impl Backend {
+    /// `Auto` gives the GPU if usable, else the CPU; `Gpu` gives the GPU or
+    /// the reason there is none.
+    pub fn resolve(device: Device) -> Result<Backend> {
+        match device {
+            Device::Cpu => Ok(Backend::Cpu),
+            Device::Gpu => Gpu::get().map(Backend::Gpu),
+            Device::Auto => Ok(Gpu::get().map_or(Backend::Cpu, Backend::Gpu)),
+        }
+    }
+
+    pub fn is_gpu(&self) -> bool {
+        matches!(self, Backend::Gpu(_))
+    }
+}
+
+/// The distance of every series of `a` (rows) to every series of `b`
+/// (columns); with `b = None`, of `a` to itself, each symmetric pair computed
+/// once.
+///
+/// Errors: samples of different dimensions, no usable GPU when
+/// [`Device::Gpu`] was asked for, a failing device, a result that overflowed
+/// the precision.
+pub fn distance_matrix<T: Float>(
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+    metric: Metric,
+    options: &ComputeOptions,
+) -> Result<Array2<T>> {
+    if let Some(b) = b {
+        if a.dims() != b.dims() {
+            return Err(Error::DimensionMismatch {
+                first: a.dims(),
+                second: b.dims(),
+            });
+        }
+    }
+    let backend = Backend::resolve(options.device)?;
+    let matrix = match metric {
+        Metric::Dtw(dtw) => {
+            let params = DtwParams {
+                band: dtw.band().map_or(DtwParams::NO_BAND, |r| r as u64),
+            };
+            run(backend, options, params, metric, a, b)
+        }
+        Metric::SoftDtw(soft) => {
+            let params = SoftDtwParams {
+                gamma: T::from_f64(soft.gamma()),
+            };
+            run(backend, options, params, metric, a, b)
+        }
+        Metric::Twed(twed) => {
+            let params = TwedParams {
+                nu: T::from_f64(twed.nu()),
+                lambda: T::from_f64(twed.lambda()),
+                degree: T::from_f64(twed.degree()),
+            };
+            run(backend, options, params, metric, a, b)
+        }
+    }?;
+    check_finite(&matrix, backend)?;
+    Ok(matrix)
+}
+
+fn run<T: Float, P: Recurrence<T> + Copy + Sync>(
+    backend: Backend,
+    options: &ComputeOptions,
+    params: P,
+    metric: Metric,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+) -> Result<Array2<T>> {
+    match backend {
+        Backend::Cpu => Ok(cpu::matrix(a, b, &params)),
+        Backend::Gpu(gpu) => gpu.matrix(
+            &format!("{}_{}", metric.name(), gpu_variant(options)?),
+            params,
+            a,
+            b,
+            options.gpu_memory_budget,
+        ),
+    }
+}
+
+fn gpu_variant(options: &ComputeOptions) -> Result<&'static str> {
+    match options.gpu_variant {
+        None => Ok(GPU_VARIANTS[0]),
+        Some(name) if GPU_VARIANTS.contains(&name) => Ok(name),
+        Some(name) => Err(Error::InvalidInput(format!(
+            "unknown GPU kernel variant {name:?}; expected one of {GPU_VARIANTS:?}"
+        ))),
+    }
+}
+
+/// Finite inputs give finite distances unless the precision overflowed; a
+/// NaN from the GPU means a pair was never written (its output is poisoned
+/// with NaN before the launch).
+fn check_finite<T: Float>(matrix: &Array2<T>, backend: Backend) -> Result<()> {
+    if let Some(bad) = matrix.iter().find(|v| !v.is_finite()) {
+        if backend.is_gpu() && bad.to_f64().is_nan() {
+            return Err(Error::Gpu("a kernel left a distance unwritten".into()));
+        }
+        return Err(Error::Overflow { precision: T::NAME });
+    }
+    Ok(())
+}
+
+/// The distance between two series (`length x dims` each), on the CPU.
+pub fn distance<T: Float>(a: ArrayView2<T>, b: ArrayView2<T>, metric: Metric) -> Result<T> {
+    let a = SeriesSet::from_series([a])?;
+    let b = SeriesSet::from_series([b])?;
+    let matrix = distance_matrix(&a, Some(&b), metric, &ComputeOptions::on(Device::Cpu))?;
+    Ok(matrix[[0, 0]])
+}
+
+/// Soft-DTW between `x` and `y` (`length x dims` each) and its gradient with
+/// respect to `x`, on the CPU.
+pub fn soft_dtw_gradient<T: Float>(
+    x: ArrayView2<T>,
+    y: ArrayView2<T>,
+    metric: crate::SoftDtw,
+) -> Result<(T, Array2<T>)> {
+    let xs = SeriesSet::from_series([x])?;
+    let ys = SeriesSet::from_series([y])?;
+    if xs.dims() != ys.dims() {
+        return Err(Error::DimensionMismatch {
+            first: xs.dims(),
+            second: ys.dims(),
+        });
+    }
+    let (value, gradient) = cpu::soft_dtw_gradient(xs.series(0), ys.series(0), T::from_f64(metric.gamma()));
+    if !value.is_finite() || gradient.iter().any(|g| !g.is_finite()) {
+        return Err(Error::Overflow { precision: T::NAME });
+    }
+    Ok((value, gradient))
+}

@@ -1,0 +1,48 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong, as values: bad parameters, bad input, no
+/// usable GPU, a failing device call, files that don't parse.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A parameter outside its domain, e.g. a negative `nu`.
+    #[error("invalid parameter {name} = {value}: {requirement}")]
+    InvalidParameter {
+        name: &'static str,
+        value: f64,
+        requirement: &'static str,
+    },
+    /// Input data that no measure can take: empty series, NaN or infinite
+    /// values, timestamps out of order, shapes that don't agree.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// The two batches have samples of different dimensions.
+    #[error("dimension mismatch: the first batch has {first} dimensions per sample, the second {second}")]
+    DimensionMismatch { first: usize, second: usize },
+    /// Finite inputs gave a non-finite distance: the precision overflowed.
+    #[error("a distance overflowed {precision} (finite inputs, infinite result); use f64 or rescale the data")]
+    Overflow { precision: &'static str },
+    /// The GPU path was asked for but cannot run here.
+    #[error("no usable GPU: {0}")]
+    GpuUnavailable(String),
+    /// A CUDA driver call failed while computing.
+    #[error("GPU error: {0}")]
+    Gpu(String),
+    /// A data file that does not parse.
+    #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Parse {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    /// A file that cannot be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

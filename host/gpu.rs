@@ -1,0 +1,404 @@
+//! The GPU runtime: finds a usable GPU without panicking, loads the embedded
+//! PTX once per process, and runs the pairwise kernels over batches of any
+//! size by tiling the batches and chunking the pairs to fit device memory.
+
+use crate::{Error, Float, Result, SeriesSet};
+use cudarc::driver::{
+    result as driver, sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream,
+    DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use ndarray::{s, Array2};
+use std::ops::Range;
+use std::sync::{Arc, Mutex, OnceLock};
+use timewarp_kernels::launch::tile_pairs;
+use timewarp_kernels::{PairsLaunch, SetRef};
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
+}
+
+/// Oldest compute capability the baseline PTX (`sm_70`) runs on.
+pub const MIN_COMPUTE_CAPABILITY: (i32, i32) = (7, 0);
+/// Threads per block of the one-thread-per-pair kernels.
+const THREADS_PER_BLOCK: u32 = 128;
+
+/// Why this build has no GPU kernels, if it has none.
+pub fn kernels_build_error() -> Option<&'static str> {
+    embedded::BUILD_ERROR
+}
+
+/// A GPU as the driver describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub total_memory: usize,
+}
+
+impl GpuInfo {
+    /// Whether timewarp's kernels can run on it, and if not, why.
+    pub fn usable(&self) -> std::result::Result<(), String> {
+        if self.compute_capability < MIN_COMPUTE_CAPABILITY {
+            Err(format!(
+                "compute capability {}.{} is below the {}.{} the kernels need",
+                self.compute_capability.0,
+                self.compute_capability.1,
+                MIN_COMPUTE_CAPABILITY.0,
+                MIN_COMPUTE_CAPABILITY.1
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn driver_error(what: &str) -> impl Fn(driver::DriverError) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+/// Every GPU the driver reports, or why none can be listed (no driver, a
+/// driver that fails to initialise).
+pub fn list_gpus() -> std::result::Result<Vec<GpuInfo>, String> {
+    // SAFETY: only probes whether the driver library can be loaded; cudarc
+    // panics on its first call without it, so nothing else runs before this.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("no NVIDIA driver found (libcuda could not be loaded)".into());
+    }
+    driver::init().map_err(driver_error("the CUDA driver failed to initialise"))?;
+    let count = driver::device::get_count().map_err(driver_error("counting devices"))?;
+    (0..count)
+        .map(|ordinal| {
+            let device = driver::device::get(ordinal).map_err(driver_error("opening a device"))?;
+            let attribute = |a| {
+                // SAFETY: `device` is a valid handle from the driver.
+                unsafe { driver::device::get_attribute(device, a) }
+                    .map_err(driver_error("reading a device attribute"))
+            };
+            use sys::CUdevice_attribute::*;
+            Ok(GpuInfo {
+                ordinal: ordinal as usize,
+                name: driver::device::get_name(device).map_err(driver_error("device name"))?,
+                compute_capability: (
+                    attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                    attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+                ),
+                // SAFETY: as above.
+                total_memory: unsafe { driver::device::total_mem(device) }
+                    .map_err(driver_error("device memory"))?,
+            })
+        })
+        .collect()
+}
+
+/// The PTX build for a compute capability: `sm_90` on Hopper and newer,
+/// the `sm_70` baseline elsewhere; `TIMEWARP_PTX=sm_70|sm_90` overrides.
+fn choose_ptx(capability: (i32, i32)) -> std::result::Result<(&'static str, &'static str), String> {
+    let forced = std::env::var("TIMEWARP_PTX").ok();
+    let name = match forced.as_deref() {
+        Some("sm_70") => "sm_70",
+        Some("sm_90") if capability >= (9, 0) => "sm_90",
+        Some(other @ "sm_90") => {
+            return Err(format!("TIMEWARP_PTX={other} needs compute capability 9.0"))
+        }
+        Some(other) => return Err(format!("TIMEWARP_PTX={other}: expected sm_70 or sm_90")),
+        None if capability >= (9, 0) => "sm_90",
+        None => "sm_70",
+    };
+    let ptx = if name == "sm_90" {
+        embedded::PTX_SM_90
+    } else {
+        embedded::PTX_SM_70
+    };
+    Ok((name, ptx))
+}
+
+/// An open GPU: its context, stream and loaded kernels.
+pub struct Gpu {
+    info: GpuInfo,
+    ptx_name: &'static str,
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    /// One computation at a time: they share the stream and size their
+    /// memory use from what is free.
+    busy: Mutex<()>,
+}
+
+static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+
+impl Gpu {
+    /// The process's GPU (device 0), opened on first use; an error says why
+    /// there is none.
+    pub fn get() -> Result<&'static Gpu> {
+        GPU.get_or_init(|| Gpu::open(0))
+            .as_ref()
+            .map_err(|reason| Error::GpuUnavailable(reason.clone()))
+    }
+
+    fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
+        if let Some(reason) = kernels_build_error() {
+            return Err(format!("this build has no GPU kernels: {reason}"));
+        }
+        let gpus = list_gpus()?;
+        let info = gpus
+            .into_iter()
+            .nth(ordinal)
+            .ok_or_else(|| "the driver reports no CUDA device".to_string())?;
+        info.usable()?;
+        let (ptx_name, ptx) = choose_ptx(info.compute_capability)?;
+        let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
+        let module = context
+            .load_module(Ptx::from_src(ptx))
+            .map_err(driver_error("loading the PTX"))?;
+        let stream = context.default_stream();
+        Ok(Gpu {
+            info,
+            ptx_name,
+            context,
+            stream,
+            module,
+            busy: Mutex::new(()),
+        })
+    }
+
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// Which PTX build is loaded: `"sm_70"` or `"sm_90"`.
+    pub fn ptx_name(&self) -> &'static str {
+        self.ptx_name
+    }
+
+    /// Free device memory in bytes, now.
+    pub fn free_memory(&self) -> Result<usize> {
+        self.context.bind_to_thread().map_err(gpu_error)?;
+        Ok(driver::mem_get_info().map_err(gpu_error)?.0)
+    }
+
+    /// Every series of `a` against every series of `b` (or the upper
+    /// triangle of `a` against itself) with kernel `<kernel>_<T>`, using at
+    /// most `memory_budget` bytes of device memory (default: 3/4 of what is
+    /// free), in as many tiles and launches as that takes.
+    pub(crate) fn matrix<T: Float, P: Copy>(
+        &self,
+        kernel: &str,
+        params: P,
+        a: &SeriesSet<T>,
+        b: Option<&SeriesSet<T>>,
+        memory_budget: Option<usize>,
+    ) -> Result<Array2<T>> {
+        let _one_at_a_time = self.busy.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.context.bind_to_thread().map_err(gpu_error)?;
+        let function = self
+            .module
+            .load_function(&format!("{kernel}_{}", T::NAME))
+            .map_err(gpu_error)?;
+        let budget = match memory_budget {
+            Some(bytes) => bytes,
+            None => driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3,
+        };
+        let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
+        let triangle_matrix = b.is_none();
+        let b = b.unwrap_or(a);
+        let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
+        for (block_index, rows) in plan.a_blocks.iter().enumerate() {
+            let a_block = self.upload(&a.slice(rows.clone()))?;
+            for (column_index, columns) in plan.b_blocks.iter().enumerate() {
+                if triangle_matrix && column_index < block_index {
+                    continue; // the mirror of a tile already computed
+                }
+                let triangle = triangle_matrix && column_index == block_index;
+                let b_upload;
+                let b_block = if triangle {
+                    &a_block
+                } else {
+                    b_upload = self.upload(&b.slice(columns.clone()))?;
+                    &b_upload
+                };
+                let tile = self.tile(&function, params, &a_block, b_block, triangle, plan.workspace_bytes)?;
+                out.slice_mut(s![rows.clone(), columns.clone()]).assign(&tile);
+                if triangle_matrix && !triangle {
+                    out.slice_mut(s![columns.clone(), rows.clone()]).assign(&tile.t());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One tile: all pairs of two uploaded blocks, in launches whose
+    /// workspace fits `workspace_bytes`.
+    fn tile<T: Float, P: Copy>(
+        &self,
+        function: &CudaFunction,
+        params: P,
+        a: &DeviceSet<T>,
+        b: &DeviceSet<T>,
+        triangle: bool,
+        workspace_bytes: usize,
+    ) -> Result<Array2<T>> {
+        let stream = &self.stream;
+        let pairs = tile_pairs(a.count as u64, b.count as u64, triangle);
+        let row_len = b.max_len + 1;
+        let bytes_per_pair = 2 * row_len * std::mem::size_of::<T>();
+        if bytes_per_pair > workspace_bytes {
+            return Err(Error::Gpu(format!(
+                "a series of {} samples needs {bytes_per_pair} bytes of workspace, over the {workspace_bytes} available",
+                b.max_len
+            )));
+        }
+        let chunk = pairs.min((workspace_bytes / bytes_per_pair) as u64);
+        let mut out = stream.alloc_zeros::<T>(a.count * b.count).map_err(gpu_error)?;
+        let workspace = stream
+            .alloc_zeros::<T>(chunk as usize * 2 * row_len)
+            .map_err(gpu_error)?;
+        let out_ptr = poison(stream, &mut out)?;
+        let (workspace_ptr, _) = workspace.device_ptr(stream);
+        let mut first_pair = 0;
+        while first_pair < pairs {
+            let pair_count = chunk.min(pairs - first_pair);
+            let launch = PairsLaunch {
+                a: a.set_ref(stream),
+                b: b.set_ref(stream),
+                params,
+                out: out_ptr as *mut T,
+                workspace: workspace_ptr as *mut T,
+                row_len: row_len as u64,
+                first_pair,
+                pair_count,
+                triangle: triangle as u32,
+            };
+            let config = LaunchConfig {
+                grid_dim: (pair_count.div_ceil(THREADS_PER_BLOCK as u64) as u32, 1, 1),
+                block_dim: (THREADS_PER_BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let argument = KernelArgument(launch);
+            // SAFETY: the launch's pointers are live device allocations of the
+            // sizes its fields promise (uploaded blocks, `out` of a.count x
+            // b.count, a workspace of `chunk` pairs >= pair_count).
+            unsafe { stream.launch_builder(function).arg(&argument).launch(config) }
+                .map_err(gpu_error)?;
+            first_pair += pair_count;
+        }
+        let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
+        Ok(Array2::from_shape_vec((a.count, b.count), values).expect("tile shape"))
+    }
+
+    fn upload<T: Float>(&self, set: &SeriesSet<T>) -> Result<DeviceSet<T>> {
+        let (values, offsets, times) = set.parts();
+        let stream = &self.stream;
+        Ok(DeviceSet {
+            values: stream.clone_htod(values).map_err(gpu_error)?,
+            offsets: stream.clone_htod(offsets).map_err(gpu_error)?,
+            times: times.map(|t| stream.clone_htod(t)).transpose().map_err(gpu_error)?,
+            count: set.len(),
+            dims: set.dims(),
+            max_len: set.max_len(),
+        })
+    }
+}
+
+/// Fill a fresh output with NaN (all bits set), so a pair the kernel failed
+/// to write cannot pass for a result. Returns its device address.
+fn poison<T: Float>(stream: &CudaStream, out: &mut CudaSlice<T>) -> Result<sys::CUdeviceptr> {
+    let (pointer, _) = out.device_ptr(stream);
+    // SAFETY: `pointer` addresses `out`, whose size in bytes is given.
+    unsafe {
+        driver::memset_d8_async(pointer, 0xff, out.num_bytes(), stream.cu_stream())
+            .map_err(gpu_error)?
+    };
+    Ok(pointer)
+}
+
+fn gpu_error(error: driver::DriverError) -> Error {
+    Error::Gpu(error.to_string())
+}
+
+/// The one kernel parameter, a `#[repr(C)]` struct shared with the device
+/// crate, passed by value.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+struct KernelArgument<A>(A);
+
+// SAFETY: only instantiated with `PairsLaunch`, which is `#[repr(C)]`, `Copy`,
+// and laid out identically by the host and the nvptx64 compiler (same field
+// types, 64-bit pointers on both).
+unsafe impl<A: Copy> DeviceRepr for KernelArgument<A> {}
+
+/// A block of series in device memory.
+struct DeviceSet<T> {
+    values: CudaSlice<T>,
+    offsets: CudaSlice<u64>,
+    times: Option<CudaSlice<T>>,
+    count: usize,
+    dims: usize,
+    max_len: usize,
+}
+
+impl<T: Float> DeviceSet<T> {
+    fn set_ref(&self, stream: &CudaStream) -> SetRef<T> {
+        SetRef {
+            values: self.values.device_ptr(stream).0 as *const T,
+            offsets: self.offsets.device_ptr(stream).0 as *const u64,
+            times: self
+                .times
+                .as_ref()
+                .map_or(std::ptr::null(), |t| t.device_ptr(stream).0 as *const T),
+            count: self.count as u64,
+            dims: self.dims as u64,
+        }
+    }
+}
+
+/// How a computation is cut to fit a device-memory budget: blocks of `a` and
+/// of `b` whose data take at most a quarter of it each, tiles (block pairs)
+/// whose output takes at most a quarter, and the last quarter for the
+/// rolling rows of the pairs of one launch.
+struct TilePlan {
+    a_blocks: Vec<Range<usize>>,
+    b_blocks: Vec<Range<usize>>,
+    workspace_bytes: usize,
+}
+
+impl TilePlan {
+    fn new<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>, budget: usize, element: usize) -> Self {
+        let quarter = budget / 4;
+        // A tile is at most `side x side` outputs.
+        let side = ((quarter / element) as f64).sqrt().max(1.0) as usize;
+        let a_blocks = blocks(a, quarter, side, element);
+        let b_blocks = match b {
+            Some(b) => blocks(b, quarter, side, element),
+            None => a_blocks.clone(),
+        };
+        TilePlan {
+            a_blocks,
+            b_blocks,
+            workspace_bytes: quarter,
+        }
+    }
+}
+
+/// Consecutive ranges of series with at most `max_bytes` of data and
+/// `max_count` series each (a single larger series gets a block of its own).
+fn blocks<T: Float>(set: &SeriesSet<T>, max_bytes: usize, max_count: usize, element: usize) -> Vec<Range<usize>> {
+    let bytes_of = |k: usize| {
+        let samples = set.series_len(k);
+        let times = if set.has_timestamps() { samples } else { 0 };
+        (samples * set.dims() + times) * element + std::mem::size_of::<u64>()
+    };
+    let mut result = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for k in 0..set.len() {
+        let size = bytes_of(k);
+        if k > start && (bytes + size > max_bytes || k - start == max_count) {
+            result.push(start..k);
+            (start, bytes) = (k, 0);
+        }
+        bytes += size;
+    }
+    result.push(start..set.len());
+    result
+}

@@ -1,0 +1,48 @@
+//! # timewarp
+//!
+//! Elastic time-series distances — Time Warp Edit Distance (TWED), Dynamic
+//! Time Warping (DTW) and Soft-DTW — on NVIDIA GPUs, with device kernels
+//! written in `no_std` Rust and compiled to PTX, a multi-threaded CPU
+//! backend, and a plain CPU [`oracle`] that tests check both against.
+//!
+//! ```
+//! use ndarray::array;
+//! use timewarp::{distance_matrix, ComputeOptions, Device, Dtw, SeriesSet, Twed};
+//!
+//! // Three univariate series of length 4 (rows), and two more.
+//! let a = SeriesSet::from_univariate(array![[0.0, 1.0, 2.0, 1.0],
+//!                                           [0.0, 0.0, 1.0, 2.0],
+//!                                           [2.0, 1.0, 0.0, 0.0]].view())?;
+//! let b = SeriesSet::from_univariate(array![[0.0, 1.0, 2.0, 1.0],
+//!                                           [1.0, 1.0, 1.0, 1.0]].view())?;
+//!
+//! // Device::Auto uses the GPU when there is a usable one, else the CPU.
+//! let options = ComputeOptions::on(Device::Auto);
+//! let dtw = distance_matrix(&a, Some(&b), Dtw::new().into(), &options)?;
+//! assert_eq!(dtw.dim(), (3, 2));
+//! assert_eq!(dtw[[0, 0]], 0.0);
+//!
+//! // A batch against itself: each symmetric pair is computed once.
+//! let twed = distance_matrix(&a, None, Twed::new(0.001, 1.0, 2.0)?.into(), &options)?;
+//! assert_eq!(twed[[1, 2]], twed[[2, 1]]);
+//! # Ok::<(), timewarp::Error>(())
+//! ```
+
+mod compute;
+mod cpu;
+pub mod data;
+pub mod formats;
+mod error;
+mod float;
+pub mod gpu;
+mod metric;
+pub mod oracle;
+mod series;
+
+pub use compute::{
+    distance, distance_matrix, soft_dtw_gradient, Backend, ComputeOptions, Device, GPU_VARIANTS,
+};
+pub use error::{Error, Result};
+pub use float::{Float, Precision};
+pub use metric::{Dtw, Metric, SoftDtw, Twed};
+pub use series::SeriesSet;

@@ -1,0 +1,7 @@
+//! The `timewarp` command-line program; see `timewarp --help`.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -1,0 +1,689 @@
+//! Plain CPU oracle: the project's reference values for TWED, DTW and
+//! Soft-DTW.
+//!
+//! Every function fills the full dynamic-programming matrix, row by row, in
+//! `f64`, straight from the published recurrence. Nothing here is optimised
+//! and nothing depends on the rest of the crate: the GPU kernels and the fast
+//! CPU backend are checked against these functions, so they must stay simple
+//! enough to be checked by reading.
+//!
+//! Series are `n x d` arrays (one row per sample). Matrices are indexed from
+//! 1 for samples, like the papers: sample `a_i` is row `i - 1` of `a`, and
+//! row / column 0 of each matrix is the boundary.
+//!
+//! Inputs are assumed valid (non-empty, finite, equal dimensions, valid
+//! parameters); violated preconditions panic with a message, since this is a
+//! test tool.
+//!
+//! References:
+//! * P.-F. Marteau, "Time Warp Edit Distance with Stiffness Adjustment for
+//!   Time Series Matching", IEEE TPAMI 31(2):306-318, 2009.
+//! * H. Sakoe and S. Chiba, "Dynamic programming algorithm optimization for
+//!   spoken word recognition", IEEE Trans. ASSP 26(1):43-49, 1978.
+//! * M. Cuturi and M. Blondel, "Soft-DTW: a Differentiable Loss Function for
+//!   Time-Series", ICML 2017 (PMLR 70:894-903).
+
+use ndarray::{s, Array2, ArrayView1, ArrayView2};
+
+const INF: f64 = f64::INFINITY;
+
+/// TWED (Marteau 2009), as in Marteau's reference C code, generalised to
+/// `d`-dimensional samples with the Lp norm. `a`: `n x d` samples, `ta`: their
+/// `n` timestamps; `b`: `m x d`, `tb`: `m` timestamps.
+///
+/// A virtual sample of value 0 at time 0 precedes each series
+/// (`a_0 = 0`, `ta_0 = 0`, likewise `b_0`, `tb_0`). With
+/// `dist(u, v) = (sum_k |u_k - v_k|^p)^(1/p)`, `p = degree`, the matrix `D`
+/// is `(n+1) x (m+1)` with `D[0][0] = 0`, `D[i][0] = D[0][j] = +inf` for
+/// `i, j >= 1`, and for `i, j >= 1`
+///
+/// ```text
+/// match    = D[i-1][j-1] + dist(a_i, b_j) + dist(a_{i-1}, b_{j-1})
+///                        + nu * (|ta_i - tb_j| + |ta_{i-1} - tb_{j-1}|)
+/// delete_a = D[i-1][j]   + dist(a_i, a_{i-1}) + nu * (ta_i - ta_{i-1}) + lambda
+/// delete_b = D[i][j-1]   + dist(b_j, b_{j-1}) + nu * (tb_j - tb_{j-1}) + lambda
+/// D[i][j]  = min(match, delete_a, delete_b)
+/// ```
+///
+/// and the value is `D[n][m]`. For `nu >= 0`, `lambda >= 0`, `p >= 1` and
+/// increasing timestamps TWED is a metric (Marteau 2009); with `nu = 0` the
+/// timestamps are ignored and series equal up to timing are at distance 0.
+///
+/// Marteau's C code takes the root-free `|x - y|^degree` of univariate
+/// samples; here, as in cuTWED and aeon, `dist` is the Lp norm (with the
+/// root), which agrees with it for `degree = 1`. Timestamps are expected to
+/// increase, starting at or after 0 (the virtual sample's time).
+pub fn twed(
+    a: ArrayView2<f64>,
+    ta: ArrayView1<f64>,
+    b: ArrayView2<f64>,
+    tb: ArrayView1<f64>,
+    nu: f64,
+    lambda: f64,
+    degree: f64,
+) -> f64 {
+    check_pair(&a, &b);
+    assert_eq!(
+        ta.len(),
+        a.nrows(),
+        "oracle::twed: ta needs one timestamp per sample of a"
+    );
+    assert_eq!(
+        tb.len(),
+        b.nrows(),
+        "oracle::twed: tb needs one timestamp per sample of b"
+    );
+    assert!(
+        nu >= 0.0 && nu.is_finite(),
+        "oracle::twed: nu must be finite and >= 0, got {nu}"
+    );
+    assert!(
+        lambda >= 0.0 && lambda.is_finite(),
+        "oracle::twed: lambda must be finite and >= 0, got {lambda}"
+    );
+    assert!(
+        degree >= 1.0 && degree.is_finite(),
+        "oracle::twed: degree must be finite and >= 1, got {degree}"
+    );
+    let (n, m) = (a.nrows(), b.nrows());
+    // Index 0 is the virtual sample, index i >= 1 is a_i.
+    let (a, ta) = with_virtual_origin(a, ta);
+    let (b, tb) = with_virtual_origin(b, tb);
+    let dist = |u: ArrayView1<f64>, v: ArrayView1<f64>| lp_distance(u, v, degree);
+
+    // Marteau's C code leaves out the "previous sample" terms of a match
+    // when i == 1 or j == 1. Here they are kept: at (1, 1) they are
+    // dist(0, 0) = 0 and |0 - 0| = 0, and for i == 1, j > 1 (or the reverse)
+    // the match reads D[0][j-1] (or D[i-1][0]) = +inf, so the values agree.
+    // (Its deletions of a_1 / b_1 are charged against 0 at time 0, as here.)
+    let mut d = Array2::from_elem((n + 1, m + 1), INF);
+    d[[0, 0]] = 0.0;
+    for i in 1..=n {
+        for j in 1..=m {
+            let matched = d[[i - 1, j - 1]]
+                + dist(a.row(i), b.row(j))
+                + dist(a.row(i - 1), b.row(j - 1))
+                + nu * ((ta[i] - tb[j]).abs() + (ta[i - 1] - tb[j - 1]).abs());
+            let delete_a =
+                d[[i - 1, j]] + dist(a.row(i), a.row(i - 1)) + nu * (ta[i] - ta[i - 1]) + lambda;
+            let delete_b =
+                d[[i, j - 1]] + dist(b.row(j), b.row(j - 1)) + nu * (tb[j] - tb[j - 1]) + lambda;
+            d[[i, j]] = matched.min(delete_a).min(delete_b);
+        }
+    }
+    d[[n, m]]
+}
+
+/// DTW (Sakoe & Chiba 1978) with squared Euclidean local cost; the value is
+/// the accumulated sum (no square root).
+///
+/// `C` is `(n+1) x (m+1)` with `C[0][0] = 0`, `C[i][0] = C[0][j] = +inf`, and
+/// `C[i][j] = ||a_i - b_j||^2 + min(C[i-1][j-1], C[i-1][j], C[i][j-1])`; the
+/// value is `C[n][m]`.
+///
+/// With `band = Some(r)` (Sakoe-Chiba radius), the 0-based samples `i` of `a`
+/// and `j` of `b` may be matched iff
+/// `i - r - max(0, n - m) <= j <= i + r + max(0, m - n)` (tslearn's
+/// `sakoe_chiba_mask`; `|i - j| <= r` for equal lengths). Other cells are
+/// `+inf`. The band always contains both corners, so the value is finite.
+pub fn dtw(a: ArrayView2<f64>, b: ArrayView2<f64>, band: Option<usize>) -> f64 {
+    check_pair(&a, &b);
+    let (n, m) = (a.nrows(), b.nrows());
+    let mut c = Array2::from_elem((n + 1, m + 1), INF);
+    c[[0, 0]] = 0.0;
+    for i in 1..=n {
+        for j in 1..=m {
+            if band.is_some_and(|r| !in_sakoe_chiba_band(i - 1, j - 1, n, m, r)) {
+                continue; // stays +inf
+            }
+            let best = c[[i - 1, j - 1]].min(c[[i - 1, j]]).min(c[[i, j - 1]]);
+            c[[i, j]] = sq_euclidean(a.row(i - 1), b.row(j - 1)) + best;
+        }
+    }
+    c[[n, m]]
+}
+
+/// Soft-DTW value `R[n][m]` (Cuturi & Blondel 2017, Algorithm 1) with squared
+/// Euclidean cost.
+///
+/// `delta(i, j) = ||a_i - b_j||^2`; `R[0][0] = 0`, `R[i][0] = R[0][j] = +inf`;
+/// `R[i][j] = delta(i, j) + softmin_gamma(R[i-1][j-1], R[i-1][j], R[i][j-1])`
+/// where `softmin_gamma(x) = -gamma * ln(sum_k exp(-x_k / gamma))`.
+pub fn soft_dtw(a: ArrayView2<f64>, b: ArrayView2<f64>, gamma: f64) -> f64 {
+    let (_, r) = soft_dtw_forward(a, b, gamma);
+    r[[a.nrows(), b.nrows()]]
+}
+
+/// Soft-DTW value and its gradient with respect to `a` (`n x d`), via the
+/// expected-alignment matrix `E` (Cuturi & Blondel 2017, Algorithm 2).
+///
+/// `R` (from the forward pass) and `delta` are extended to `(n+2) x (m+2)`:
+/// `R[i][m+1] = R[n+1][j] = -inf` for `i <= n`, `j <= m`,
+/// `R[n+1][m+1] = R[n][m]`, `delta` is 0 outside `1..=n x 1..=m`;
+/// `E[n+1][m+1] = 1`, `E[i][m+1] = E[n+1][j] = 0`. For `i = n..1`,
+/// `j = m..1`:
+///
+/// ```text
+/// wa = exp((R[i+1][j]   - R[i][j] - delta[i+1][j])   / gamma)
+/// wb = exp((R[i][j+1]   - R[i][j] - delta[i][j+1])   / gamma)
+/// wc = exp((R[i+1][j+1] - R[i][j] - delta[i+1][j+1]) / gamma)
+/// E[i][j] = E[i+1][j] * wa + E[i][j+1] * wb + E[i+1][j+1] * wc
+/// ```
+///
+/// `E[i][j] = dR[n][m] / d delta(i, j)`, so by the chain rule
+/// `d R[n][m] / d a_i = sum_j E[i][j] * 2 * (a_i - b_j)`.
+pub fn soft_dtw_with_gradient(
+    a: ArrayView2<f64>,
+    b: ArrayView2<f64>,
+    gamma: f64,
+) -> (f64, Array2<f64>) {
+    let (delta, r) = soft_dtw_forward(a, b, gamma);
+    let (n, m) = (a.nrows(), b.nrows());
+    let value = r[[n, m]];
+
+    let mut rx = Array2::from_elem((n + 2, m + 2), f64::NEG_INFINITY);
+    rx.slice_mut(s![1..=n, 1..=m])
+        .assign(&r.slice(s![1.., 1..]));
+    rx[[n + 1, m + 1]] = value;
+    let mut dx = Array2::<f64>::zeros((n + 2, m + 2));
+    dx.slice_mut(s![1..=n, 1..=m]).assign(&delta);
+    // Weight of the step (i, j) -> (i2, j2). The interior R[i][j] is finite,
+    // so the only infinities are the -inf borders, whose weight is
+    // exp(-inf) = 0; they are handled explicitly to keep inf arithmetic out.
+    let weight = |i2: usize, j2: usize, i: usize, j: usize| {
+        if rx[[i2, j2]] == f64::NEG_INFINITY {
+            0.0
+        } else {
+            ((rx[[i2, j2]] - rx[[i, j]] - dx[[i2, j2]]) / gamma).exp()
+        }
+    };
+    let mut e = Array2::<f64>::zeros((n + 2, m + 2));
+    e[[n + 1, m + 1]] = 1.0;
+    for i in (1..=n).rev() {
+        for j in (1..=m).rev() {
+            e[[i, j]] = e[[i + 1, j]] * weight(i + 1, j, i, j)
+                + e[[i, j + 1]] * weight(i, j + 1, i, j)
+                + e[[i + 1, j + 1]] * weight(i + 1, j + 1, i, j);
+        }
+    }
+
+    let mut grad = Array2::<f64>::zeros(a.raw_dim());
+    for i in 0..n {
+        for j in 0..m {
+            let w = e[[i + 1, j + 1]];
+            for k in 0..a.ncols() {
+                grad[[i, k]] += w * 2.0 * (a[[i, k]] - b[[j, k]]);
+            }
+        }
+    }
+    (value, grad)
+}
+
+/// Forward pass of Soft-DTW: `delta` (`n x m`, 0-based) and `R`
+/// (`(n+1) x (m+1)`, with its +inf boundary).
+fn soft_dtw_forward(
+    a: ArrayView2<f64>,
+    b: ArrayView2<f64>,
+    gamma: f64,
+) -> (Array2<f64>, Array2<f64>) {
+    check_pair(&a, &b);
+    assert!(
+        gamma > 0.0 && gamma.is_finite(),
+        "oracle::soft_dtw: gamma must be finite and > 0, got {gamma}"
+    );
+    let (n, m) = (a.nrows(), b.nrows());
+    let delta = Array2::from_shape_fn((n, m), |(i, j)| sq_euclidean(a.row(i), b.row(j)));
+    let mut r = Array2::from_elem((n + 1, m + 1), INF);
+    r[[0, 0]] = 0.0;
+    for i in 1..=n {
+        for j in 1..=m {
+            let soft = softmin3(r[[i - 1, j - 1]], r[[i - 1, j]], r[[i, j - 1]], gamma);
+            r[[i, j]] = delta[[i - 1, j - 1]] + soft;
+        }
+    }
+    (delta, r)
+}
+
+/// `-gamma * ln(exp(-x/gamma) + exp(-y/gamma) + exp(-z/gamma))`, computed as
+/// `min - gamma * ln(sum_k exp(-(x_k - min) / gamma))` so that no exponential
+/// overflows; `+inf` when all three are `+inf`. Never above the minimum
+/// (the sum is >= 1), and at least `min - gamma * ln 3`.
+fn softmin3(x: f64, y: f64, z: f64, gamma: f64) -> f64 {
+    let min = x.min(y).min(z);
+    if min == INF {
+        return INF;
+    }
+    let sum: f64 = [x, y, z].iter().map(|v| (-(v - min) / gamma).exp()).sum();
+    min - gamma * sum.ln()
+}
+
+/// Whether 0-based samples `i` (of `n`) and `j` (of `m`) are within the
+/// Sakoe-Chiba band of radius `r`:
+/// `i - r - max(0, n - m) <= j <= i + r + max(0, m - n)`.
+fn in_sakoe_chiba_band(i: usize, j: usize, n: usize, m: usize, r: usize) -> bool {
+    let lower_ok = i <= j.saturating_add(r).saturating_add(n.saturating_sub(m));
+    let upper_ok = j <= i.saturating_add(r).saturating_add(m.saturating_sub(n));
+    lower_ok && upper_ok
+}
+
+/// `sum_k (u_k - v_k)^2`.
+fn sq_euclidean(u: ArrayView1<f64>, v: ArrayView1<f64>) -> f64 {
+    u.iter().zip(v).map(|(x, y)| (x - y) * (x - y)).sum()
+}
+
+/// `(sum_k |u_k - v_k|^p)^(1/p)`.
+fn lp_distance(u: ArrayView1<f64>, v: ArrayView1<f64>, p: f64) -> f64 {
+    let sum: f64 = u.iter().zip(v).map(|(x, y)| (x - y).abs().powf(p)).sum();
+    sum.powf(1.0 / p)
+}
+
+/// The series with the virtual sample (value 0, time 0) put in front.
+fn with_virtual_origin(x: ArrayView2<f64>, t: ArrayView1<f64>) -> (Array2<f64>, Vec<f64>) {
+    let mut padded = Array2::zeros((x.nrows() + 1, x.ncols()));
+    padded.slice_mut(s![1.., ..]).assign(&x);
+    let times = std::iter::once(0.0).chain(t.iter().copied()).collect();
+    (padded, times)
+}
+
+fn check_pair(a: &ArrayView2<f64>, b: &ArrayView2<f64>) {
+    assert!(
+        a.nrows() > 0 && b.nrows() > 0,
+        "oracle: series must be non-empty (got {} and {} samples)",
+        a.nrows(),
+        b.nrows()
+    );
+    assert!(
+        a.ncols() > 0 && a.ncols() == b.ncols(),
+        "oracle: series must have the same positive dimension (got {} and {})",
+        a.ncols(),
+        b.ncols()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+    use ndarray::{array, Array1};
+    use proptest::prelude::*;
+
+    /// Deterministic values in [-1, 1) from a 64-bit LCG (Knuth's MMIX constants).
+    fn series(seed: u64, n: usize, d: usize) -> Array2<f64> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x2545_F491_4F6C_DD1D;
+        Array2::from_shape_simple_fn((n, d), || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+    }
+
+    /// Strictly increasing timestamps, steps in [0.1, 2.1).
+    fn times(seed: u64, n: usize) -> Array1<f64> {
+        let mut t = 0.0;
+        series(seed, n, 1)
+            .iter()
+            .map(|u| {
+                t += 1.1 + u;
+                t
+            })
+            .collect()
+    }
+
+    fn col(v: &[f64]) -> Array2<f64> {
+        Array2::from_shape_vec((v.len(), 1), v.to_vec()).unwrap()
+    }
+
+    fn twed_uniform(a: &Array2<f64>, b: &Array2<f64>, nu: f64, lambda: f64, p: f64) -> f64 {
+        let ta = Array1::from_iter((1..=a.nrows()).map(|i| i as f64));
+        let tb = Array1::from_iter((1..=b.nrows()).map(|j| j as f64));
+        twed(a.view(), ta.view(), b.view(), tb.view(), nu, lambda, p)
+    }
+
+    // ---------------------------------------------------------------- DTW
+
+    #[test]
+    fn dtw_by_hand() {
+        // a = [0, 1, 2], b = [0, 2]; squared costs (rows a_i, columns b_j):
+        //   a=0: 0 4 | a=1: 1 1 | a=2: 4 0
+        // C11 = 0, C12 = 4 + 0 = 4, C21 = 1 + 0 = 1, C22 = 1 + min(0, 4, 1) = 1,
+        // C31 = 4 + 1 = 5, C32 = 0 + min(C21, C22, C31) = 0 + 1 = 1.
+        let (a, b) = (col(&[0.0, 1.0, 2.0]), col(&[0.0, 2.0]));
+        assert_eq!(dtw(a.view(), b.view(), None), 1.0);
+        // Band 0, n = 3, m = 2: j in [i - 1, i], so the 0-based cells (0, 1)
+        // and (2, 0) are +inf: C12 = C31 = inf, C11 = 0, C21 = 1,
+        // C22 = 1 + min(0, inf, 1) = 1, C32 = 0 + min(1, 1, inf) = 1.
+        assert_eq!(dtw(a.view(), b.view(), Some(0)), 1.0);
+
+        // A band that matters: a = [0, 0, 5], b = [0, 5, 5, 5]. Unbanded, the
+        // path a0-b0, a1-b0, a2-b1, a2-b2, a2-b3 costs 0.
+        let (a, b) = (col(&[0.0, 0.0, 5.0]), col(&[0.0, 5.0, 5.0, 5.0]));
+        assert_eq!(dtw(a.view(), b.view(), None), 0.0);
+        // Band 0, n = 3 < m = 4: j in [i, i + 1]; allowed costs
+        // (0,0)=0 (0,1)=25 (1,1)=25 (1,2)=25 (2,2)=0 (2,3)=0.
+        // C11 = 0, C12 = 25, C22 = 25 + min(0, 25, inf) = 25,
+        // C23 = 25 + min(25, inf, 25) = 50, C33 = 0 + min(25, 50, inf) = 25,
+        // C34 = 0 + min(50, inf, 25) = 25.
+        assert_eq!(dtw(a.view(), b.view(), Some(0)), 25.0);
+        // The transposed pair gets the transposed mask.
+        assert_eq!(dtw(b.view(), a.view(), Some(0)), 25.0);
+        // Band 1 allows (1, 0), hence the zero-cost path.
+        assert_eq!(dtw(a.view(), b.view(), Some(1)), 0.0);
+
+        // 2-D: a = [(0,0), (1,2)], b = [(0,1), (2,2)]; costs
+        // a0b0 = 0+1 = 1, a0b1 = 4+4 = 8, a1b0 = 1+1 = 2, a1b1 = 1+0 = 1.
+        // C11 = 1, C12 = 9, C21 = 3, C22 = 1 + min(1, 9, 3) = 2.
+        let a = array![[0.0, 0.0], [1.0, 2.0]];
+        let b = array![[0.0, 1.0], [2.0, 2.0]];
+        assert_eq!(dtw(a.view(), b.view(), None), 2.0);
+
+        let x = series(1, 9, 3);
+        assert_eq!(dtw(x.view(), x.view(), None), 0.0);
+    }
+
+    #[test]
+    fn dtw_band_properties() {
+        for (seed, n, m, d) in [(2, 8, 8, 1), (3, 7, 11, 3), (4, 12, 5, 2), (5, 1, 6, 1)] {
+            let (a, b) = (series(seed, n, d), series(seed + 100, m, d));
+            let full = dtw(a.view(), b.view(), None);
+            assert_eq!(dtw(a.view(), b.view(), Some(n.max(m))), full);
+            assert_eq!(dtw(a.view(), b.view(), Some(usize::MAX)), full);
+            let mut prev = INF;
+            for r in 0..=n.max(m) {
+                let v = dtw(a.view(), b.view(), Some(r));
+                assert!(v.is_finite() && v <= prev, "band {r}: {v} > {prev}");
+                assert!(v >= full);
+                prev = v;
+            }
+            if n == m {
+                // Band 0 with equal lengths: only the diagonal path.
+                let euclid: f64 = (0..n).map(|i| sq_euclidean(a.row(i), b.row(i))).sum();
+                assert_relative_eq!(
+                    dtw(a.view(), b.view(), Some(0)),
+                    euclid,
+                    max_relative = 1e-12
+                );
+            }
+        }
+    }
+
+    // --------------------------------------------------------------- TWED
+
+    #[test]
+    fn twed_by_hand() {
+        // Length 1: D11 = D00 + |a1 - b1| + dist(0, 0) + nu (|ta1 - tb1| + |0 - 0|)
+        // (both deletions read the +inf boundary): |3 - (-1)| + 0.5 |1 - 4| = 5.5.
+        let v = twed(
+            col(&[3.0]).view(),
+            array![1.0].view(),
+            col(&[-1.0]).view(),
+            array![4.0].view(),
+            0.5,
+            7.0,
+            2.0,
+        );
+        assert_eq!(v, 5.5);
+
+        // [1, 2] vs [1, 3] at times 1, 2; nu = 0.5, lambda = 1 (a0 = b0 = 0 at 0).
+        // D11 = 0 + |1-1| + |0-0| + 0.5 (0 + 0) = 0
+        // D12 = del_b: D11 + |3-1| + 0.5 (2-1) + 1 = 3.5   (match, del_a: inf)
+        // D21 = del_a: D11 + |2-1| + 0.5 (2-1) + 1 = 2.5   (match, del_b: inf)
+        // D22 = min(match D11 + |2-3| + |1-1| + 0.5 (0 + 0) = 1,
+        //           del_a D12 + |2-1| + 0.5 + 1 = 6, del_b D21 + |3-1| + 0.5 + 1 = 6) = 1
+        let (a, b) = (col(&[1.0, 2.0]), col(&[1.0, 3.0]));
+        assert_eq!(twed_uniform(&a, &b, 0.5, 1.0, 2.0), 1.0);
+
+        // Non-uniform times: a = [1, 9, 2] at [0.5, 1, 2.5], b = [1, 2] at [1, 2],
+        // nu = 0.5, lambda = 1.
+        // D11 = |1-1| + 0 + 0.5 (|0.5-1| + 0) = 0.25
+        // D12 = del_b: 0.25 + |2-1| + 0.5 (2-1) + 1 = 2.75
+        // D21 = del_a: 0.25 + |9-1| + 0.5 (1-0.5) + 1 = 9.5
+        // D22 = min(match 0.25 + |9-2| + |1-1| + 0.5 (|1-2| + |0.5-1|) = 8,
+        //           del_a 2.75 + 8 + 0.25 + 1 = 12, del_b 9.5 + 1 + 0.5 + 1 = 12) = 8
+        // D31 = del_a: 9.5 + |2-9| + 0.5 (2.5-1) + 1 = 18.25
+        // D32 = min(match 9.5 + |2-2| + |9-1| + 0.5 (|2.5-2| + |1-1|) = 17.75,
+        //           del_a 8 + |2-9| + 0.75 + 1 = 16.75, del_b 18.25 + 1 + 0.5 + 1 = 20.75)
+        //     = 16.75
+        let v = twed(
+            col(&[1.0, 9.0, 2.0]).view(),
+            array![0.5, 1.0, 2.5].view(),
+            col(&[1.0, 2.0]).view(),
+            array![1.0, 2.0].view(),
+            0.5,
+            1.0,
+            2.0,
+        );
+        assert_eq!(v, 16.75);
+
+        // Multivariate length 1: dist is the Lp norm of a1 - b1 = (1, 2, -2);
+        // plus nu |1 - 3| = 0.25 * 2 = 0.5.
+        let (a, b) = (array![[1.0, 2.0, -2.0]], array![[0.0, 0.0, 0.0]]);
+        let t = |p| {
+            twed(
+                a.view(),
+                array![1.0].view(),
+                b.view(),
+                array![3.0].view(),
+                0.25,
+                1.0,
+                p,
+            )
+        };
+        assert_eq!(t(1.0), 1.0 + 2.0 + 2.0 + 0.5);
+        assert_relative_eq!(t(2.0), 3.0 + 0.5, max_relative = 1e-15); // sqrt(1 + 4 + 4)
+        assert_relative_eq!(t(3.0), 17f64.cbrt() + 0.5, max_relative = 1e-15); // (1 + 8 + 8)^(1/3)
+    }
+
+    #[test]
+    fn twed_symmetry_identity_triangle() {
+        // TWED is a metric for nu >= 0, lambda >= 0, an Lp norm with p >= 1 and
+        // increasing timestamps (Marteau 2009); nu > 0 here, so distinct
+        // series are at a positive distance.
+        for (seed, d, p) in [(10, 1, 1.0), (20, 3, 2.0), (30, 2, 3.0)] {
+            let s: Vec<_> = [(0, 6), (1, 9), (2, 4)]
+                .iter()
+                .map(|&(k, n)| (series(seed + k, n, d), times(seed + 50 + k, n)))
+                .collect();
+            let tw = |x: usize, y: usize| {
+                twed(
+                    s[x].0.view(),
+                    s[x].1.view(),
+                    s[y].0.view(),
+                    s[y].1.view(),
+                    0.3,
+                    0.7,
+                    p,
+                )
+            };
+            for x in 0..3 {
+                assert_eq!(tw(x, x), 0.0);
+                for y in 0..3 {
+                    assert_relative_eq!(tw(x, y), tw(y, x), max_relative = 1e-12);
+                    if x != y {
+                        assert!(tw(x, y) > 0.0);
+                    }
+                    for z in 0..3 {
+                        assert!(
+                            tw(x, z) <= tw(x, y) + tw(y, z) + 1e-12,
+                            "triangle {x} {y} {z}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- Soft-DTW
+
+    #[test]
+    fn soft_dtw_by_hand() {
+        // Length 1: R11 = delta + softmin(0, inf, inf) = delta - gamma ln(1 + 0 + 0)
+        // = delta = (1-3)^2 + (2-0)^2 = 8, for every gamma; the gradient is
+        // E11 * 2 (a1 - b1) with E11 = 1.
+        let (a, b) = (array![[1.0, 2.0]], array![[3.0, 0.0]]);
+        for gamma in [0.01, 1.0, 100.0] {
+            assert_eq!(soft_dtw(a.view(), b.view(), gamma), 8.0);
+            let (v, g) = soft_dtw_with_gradient(a.view(), b.view(), gamma);
+            assert_eq!(v, 8.0);
+            assert_eq!(g, array![[-4.0, 4.0]]);
+        }
+
+        // a = b = [0, 1]: delta = [[0, 1], [1, 0]].
+        // R11 = 0, R12 = 1 + softmin(inf, inf, 0) = 1, R21 = 1,
+        // R22 = 0 + softmin(0, 1, 1) = -gamma ln(1 + 2 exp(-1/gamma)).
+        let x = col(&[0.0, 1.0]);
+        for gamma in [0.1f64, 1.0, 10.0] {
+            let expected = -gamma * (1.0 + 2.0 * (-1.0 / gamma).exp()).ln();
+            assert_relative_eq!(
+                soft_dtw(x.view(), x.view(), gamma),
+                expected,
+                max_relative = 1e-14
+            );
+        }
+    }
+
+    #[test]
+    fn soft_dtw_gradient_matches_finite_differences() {
+        let h = 1e-6;
+        for gamma in [0.01, 0.1, 1.0, 10.0] {
+            for (seed, n, m, d) in [(40, 5, 7, 1), (41, 6, 4, 3), (42, 1, 3, 1)] {
+                let (a, b) = (series(seed, n, d), series(seed + 7, m, d));
+                let (value, grad) = soft_dtw_with_gradient(a.view(), b.view(), gamma);
+                assert_eq!(value, soft_dtw(a.view(), b.view(), gamma));
+                let scale = grad.iter().fold(0.0f64, |s, g| s.max(g.abs()));
+                for ((i, k), &g) in grad.indexed_iter() {
+                    let (mut plus, mut minus) = (a.clone(), a.clone());
+                    plus[[i, k]] += h;
+                    minus[[i, k]] -= h;
+                    let fd = (soft_dtw(plus.view(), b.view(), gamma)
+                        - soft_dtw(minus.view(), b.view(), gamma))
+                        / (2.0 * h);
+                    assert!(
+                        (fd - g).abs() <= 1e-6 * scale.max(1.0),
+                        "gamma {gamma}, {n}x{m}x{d}, ({i},{k}): analytic {g}, fd {fd}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn soft_dtw_tends_to_dtw() {
+        // softmin_gamma <= min (the log-sum is >= ln 1) and >= min - gamma ln 3
+        // per cell, and each path to (n, m) has at most n + m - 1 cells, so
+        // dtw - gamma (n + m) ln 3 <= soft_dtw <= dtw. The upper bound also
+        // holds exactly in floating point: the two recursions add the same
+        // delta to a value that is never larger, and rounding is monotone.
+        for (seed, n, m, d) in [(60, 7, 9, 1), (61, 10, 6, 3)] {
+            // Scaled down so that competing paths differ by about gamma at the
+            // smallest gamma: otherwise exp(-difference / gamma) underflows
+            // and the gap is exactly 0 already at gamma = 0.01.
+            let (a, b) = (series(seed, n, d) * 0.05, series(seed + 3, m, d) * 0.05);
+            let hard = dtw(a.view(), b.view(), None);
+            let mut prev_gap = INF;
+            for gamma in [1.0, 0.1, 0.01, 0.001] {
+                let soft = soft_dtw(a.view(), b.view(), gamma);
+                let gap = hard - soft;
+                assert!(soft <= hard, "gamma {gamma}: soft {soft} > dtw {hard}");
+                assert!(
+                    gap <= gamma * (n + m) as f64 * 3f64.ln(),
+                    "gamma {gamma}: gap {gap}"
+                );
+                assert!(
+                    gap > 0.0 && gap < prev_gap,
+                    "gamma {gamma}: gap {gap} did not shrink"
+                );
+                prev_gap = gap;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ scaling
+
+    #[test]
+    fn extreme_scales() {
+        let (a, b) = (series(70, 8, 3), series(71, 6, 3));
+        let (ta, tb) = (times(72, 8), times(73, 6));
+        let dtw1 = dtw(a.view(), b.view(), None);
+        for s in [1e100, 1e-100] {
+            let (sa, sb) = (&a * s, &b * s);
+            assert_relative_eq!(
+                dtw(sa.view(), sb.view(), None) / (s * s),
+                dtw1,
+                max_relative = 1e-12
+            );
+            for p in [1.0, 2.0] {
+                let t1 = twed(a.view(), ta.view(), b.view(), tb.view(), 0.0, 0.0, p);
+                let ts = twed(sa.view(), ta.view(), sb.view(), tb.view(), 0.0, 0.0, p);
+                assert!(t1 > 0.0);
+                assert_relative_eq!(ts / s, t1, max_relative = 1e-12);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------- proptests
+
+    fn arb_series(d: usize) -> impl Strategy<Value = Array2<f64>> {
+        (1usize..6).prop_flat_map(move |n| {
+            prop::collection::vec(-10.0f64..10.0, n * d)
+                .prop_map(move |v| Array2::from_shape_vec((n, d), v).unwrap())
+        })
+    }
+
+    fn arb_timed(d: usize) -> impl Strategy<Value = (Array2<f64>, Array1<f64>)> {
+        arb_series(d).prop_flat_map(|x| {
+            let n = x.nrows();
+            prop::collection::vec(0.01f64..3.0, n).prop_map(move |steps| {
+                let mut t = 0.0;
+                let ts = steps
+                    .iter()
+                    .map(|s| {
+                        t += s;
+                        t
+                    })
+                    .collect();
+                (x.clone(), ts)
+            })
+        })
+    }
+
+    fn config() -> ProptestConfig {
+        // No regression files: this module must not write into the source tree.
+        ProptestConfig {
+            cases: 200,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        #[test]
+        fn prop_dtw((a, b) in (1usize..4).prop_flat_map(|d| (arb_series(d), arb_series(d))),
+                    r in 0usize..6) {
+            let full = dtw(a.view(), b.view(), None);
+            prop_assert_eq!(dtw(a.view(), a.view(), None), 0.0);
+            prop_assert!((full - dtw(b.view(), a.view(), None)).abs() <= 1e-12 * full);
+            let banded = dtw(a.view(), b.view(), Some(r));
+            prop_assert!(full <= banded && banded <= dtw(a.view(), b.view(), Some(r.saturating_sub(1))));
+            prop_assert_eq!(banded, dtw(b.view(), a.view(), Some(r)));
+        }
+
+        #[test]
+        fn prop_twed_metric(((a, ta), (b, tb), (c, tc)) in
+                                (1usize..4).prop_flat_map(|d| (arb_timed(d), arb_timed(d), arb_timed(d))),
+                            nu in 0.0f64..2.0,
+                            lambda in 0.0f64..2.0,
+                            p in prop::sample::select(vec![1.0, 2.0, 3.0])) {
+            let tw = |x: &Array2<f64>, tx: &Array1<f64>, y: &Array2<f64>, ty: &Array1<f64>| {
+                twed(x.view(), tx.view(), y.view(), ty.view(), nu, lambda, p)
+            };
+            let ab = tw(&a, &ta, &b, &tb);
+            prop_assert_eq!(tw(&a, &ta, &a, &ta), 0.0);
+            prop_assert!((ab - tw(&b, &tb, &a, &ta)).abs() <= 1e-12 * ab);
+            let (bc, ac) = (tw(&b, &tb, &c, &tc), tw(&a, &ta, &c, &tc));
+            prop_assert!(ac <= ab + bc + 1e-12 * (ab + bc), "{} > {} + {}", ac, ab, bc);
+        }
+    }
+}

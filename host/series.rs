@@ -1,0 +1,230 @@
+//! [`SeriesSet`]: a batch of series, equal or unequal in length, univariate
+//! or multivariate, validated once when it is built.
+
+use crate::{Error, Float, Result};
+use ndarray::{Array1, ArrayView1, ArrayView2, ArrayView3, Axis};
+use timewarp_kernels::SetRef;
+
+/// A batch of series of `dims`-dimensional samples, stored flat: the layout
+/// the CPU backend and the GPU kernels read directly.
+///
+/// Every series has at least one sample, every value is finite, and
+/// timestamps (if given) are finite and non-decreasing within each series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesSet<T> {
+    values: Vec<T>,
+    offsets: Vec<u64>,
+    times: Option<Vec<T>>,
+    dims: usize,
+}
+
+impl<T: Float> SeriesSet<T> {
+    /// A batch of univariate series of equal length: `n_series x length`.
+    pub fn from_univariate(batch: ArrayView2<T>) -> Result<Self> {
+        Self::from_multivariate(batch.insert_axis(Axis(2)))
+    }
+
+    /// A batch of multivariate series of equal length: `n_series x length x dims`.
+    pub fn from_multivariate(batch: ArrayView3<T>) -> Result<Self> {
+        Self::from_series(batch.outer_iter())
+    }
+
+    /// A ragged batch: each item is one series, `length x dims`; lengths may
+    /// differ, dimensions may not.
+    pub fn from_series<'a, I>(series: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = ArrayView2<'a, T>>,
+    {
+        let mut values = Vec::new();
+        let mut offsets = vec![0u64];
+        let mut dims = None;
+        for (index, s) in series.into_iter().enumerate() {
+            let (len, d) = s.dim();
+            if len == 0 {
+                return Err(Error::InvalidInput(format!("series {index} is empty")));
+            }
+            if d == 0 {
+                return Err(Error::InvalidInput(format!(
+                    "series {index} has samples of 0 dimensions"
+                )));
+            }
+            match dims {
+                None => dims = Some(d),
+                Some(expected) if expected != d => {
+                    return Err(Error::InvalidInput(format!(
+                        "series {index} has {d} dimensions, series 0 has {expected}"
+                    )))
+                }
+                _ => {}
+            }
+            for (t, sample) in s.outer_iter().enumerate() {
+                for (k, &v) in sample.iter().enumerate() {
+                    if !v.is_finite() {
+                        return Err(Error::InvalidInput(format!(
+                            "series {index}, sample {t}, dimension {k} is {v} (values must be finite)"
+                        )));
+                    }
+                    values.push(v);
+                }
+            }
+            offsets.push(offsets.last().unwrap() + len as u64);
+        }
+        let dims = dims.ok_or_else(|| Error::InvalidInput("the batch has no series".into()))?;
+        Ok(Self {
+            values,
+            offsets,
+            times: None,
+            dims,
+        })
+    }
+
+    /// The same batch with explicit timestamps, one array per series (TWED
+    /// uses them; the other measures ignore them). Without this, sample `t`
+    /// is at time `t`.
+    pub fn with_timestamps<'a, I>(mut self, times: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = ArrayView1<'a, T>>,
+    {
+        let mut all = Vec::with_capacity(self.values.len() / self.dims);
+        let mut count = 0;
+        for (index, t) in times.into_iter().enumerate() {
+            if index >= self.len() || t.len() != self.series_len(index) {
+                return Err(Error::InvalidInput(format!(
+                    "timestamps of series {index}: {} values for a series of {}",
+                    t.len(),
+                    if index < self.len() { self.series_len(index) } else { 0 }
+                )));
+            }
+            let mut previous = None;
+            for (k, &v) in t.iter().enumerate() {
+                if !v.is_finite() || previous.is_some_and(|p| v < p) {
+                    return Err(Error::InvalidInput(format!(
+                        "timestamp {k} of series {index} is {v}: timestamps must be finite and non-decreasing"
+                    )));
+                }
+                previous = Some(v);
+                all.push(v);
+            }
+            count += 1;
+        }
+        if count != self.len() {
+            return Err(Error::InvalidInput(format!(
+                "{count} timestamp arrays for {} series",
+                self.len()
+            )));
+        }
+        self.times = Some(all);
+        Ok(self)
+    }
+
+    /// Number of series.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Always false: a batch has at least one series.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Dimensions of each sample.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Length of series `k`.
+    pub fn series_len(&self, k: usize) -> usize {
+        (self.offsets[k + 1] - self.offsets[k]) as usize
+    }
+
+    /// The longest series' length.
+    pub fn max_len(&self) -> usize {
+        (0..self.len()).map(|k| self.series_len(k)).max().unwrap_or(0)
+    }
+
+    /// Total number of samples of all series.
+    pub fn total_samples(&self) -> usize {
+        *self.offsets.last().unwrap() as usize
+    }
+
+    /// Series `k` as `length x dims`.
+    pub fn series(&self, k: usize) -> ArrayView2<'_, T> {
+        let (start, end) = (self.offsets[k] as usize, self.offsets[k + 1] as usize);
+        ArrayView2::from_shape((end - start, self.dims), &self.values[start * self.dims..end * self.dims])
+            .expect("offsets describe the values")
+    }
+
+    /// Timestamps of series `k`: the given ones, or `0, 1, 2, ...`.
+    pub fn timestamps(&self, k: usize) -> Array1<T> {
+        let (start, end) = (self.offsets[k] as usize, self.offsets[k + 1] as usize);
+        match &self.times {
+            Some(times) => Array1::from(times[start..end].to_vec()),
+            None => (0..end - start).map(T::from_index).collect(),
+        }
+    }
+
+    /// Whether explicit timestamps were given.
+    pub fn has_timestamps(&self) -> bool {
+        self.times.is_some()
+    }
+
+    /// The same batch in another precision (values rounded to nearest); an
+    /// error if a value or timestamp does not fit (e.g. 1e100 in f32).
+    pub fn cast<U: Float>(&self) -> Result<SeriesSet<U>> {
+        let convert = |v: &[T], what: &str| {
+            v.iter()
+                .map(|x| {
+                    let y = U::from_f64(x.to_f64());
+                    if y.is_finite() {
+                        Ok(y)
+                    } else {
+                        Err(Error::InvalidInput(format!(
+                            "{what} {x} does not fit in {}",
+                            U::NAME
+                        )))
+                    }
+                })
+                .collect::<Result<Vec<U>>>()
+        };
+        Ok(SeriesSet {
+            values: convert(&self.values, "value")?,
+            offsets: self.offsets.clone(),
+            times: self
+                .times
+                .as_deref()
+                .map(|t| convert(t, "timestamp"))
+                .transpose()?,
+            dims: self.dims,
+        })
+    }
+
+    /// Series `range` as its own batch (for processing in chunks).
+    pub fn slice(&self, range: std::ops::Range<usize>) -> SeriesSet<T> {
+        let (start, end) = (self.offsets[range.start] as usize, self.offsets[range.end] as usize);
+        SeriesSet {
+            values: self.values[start * self.dims..end * self.dims].to_vec(),
+            offsets: self.offsets[range.start..=range.end]
+                .iter()
+                .map(|o| o - start as u64)
+                .collect(),
+            times: self.times.as_ref().map(|t| t[start..end].to_vec()),
+            dims: self.dims,
+        }
+    }
+
+    /// The flat arrays: values (sample-major), offsets, timestamps.
+    pub(crate) fn parts(&self) -> (&[T], &[u64], Option<&[T]>) {
+        (&self.values, &self.offsets, self.times.as_deref())
+    }
+
+    /// A view the kernels' code reads, over host memory. Valid while `self` is.
+    pub(crate) fn host_ref(&self) -> SetRef<T> {
+        SetRef {
+            values: self.values.as_ptr(),
+            offsets: self.offsets.as_ptr(),
+            times: self.times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
+            count: self.len() as u64,
+            dims: self.dims as u64,
+        }
+    }
+}

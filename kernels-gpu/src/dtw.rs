@@ -1,0 +1,71 @@
+//! Dynamic Time Warping: squared Euclidean local cost, accumulated sum (no
+//! square root), optional Sakoe-Chiba band.
+
+use crate::{Real, Recurrence, Series};
+
+/// DTW parameters as the kernels receive them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DtwParams {
+    /// Sakoe-Chiba radius in samples, or [`DtwParams::NO_BAND`].
+    pub band: u64,
+}
+
+impl DtwParams {
+    pub const NO_BAND: u64 = u64::MAX;
+}
+
+/// The band for series of lengths `n` (rows) and `m` (columns), radius `r`:
+/// 0-based sample `i` of the first series may meet sample `j` of the second
+/// when `i - r - max(0, n - m) <= j <= i + r + max(0, m - n)`. The band is
+/// widened on the side of the longer series by the length difference, so a
+/// path from `(0, 0)` to `(n - 1, m - 1)` always exists (also with `r = 0`);
+/// for equal lengths it is the classic `|i - j| <= r`.
+///
+/// Returns the 1-based columns `lo..=hi` of 1-based row `i`.
+#[inline(always)]
+pub fn band_columns(i: usize, n: usize, m: usize, radius: usize) -> (usize, usize) {
+    let below = radius + n.saturating_sub(m);
+    let above = radius + m.saturating_sub(n);
+    let lo = if i > below { i - below } else { 1 };
+    let hi = if i + above < m { i + above } else { m };
+    (lo, hi)
+}
+
+/// The DTW cell update.
+#[inline(always)]
+pub fn dtw_cell<T: Real>(cost: T, diag: T, up: T, left: T) -> T {
+    cost + diag.min(up).min(left)
+}
+
+impl<T: Real> Recurrence<T> for DtwParams {
+    type Row = usize;
+
+    #[inline(always)]
+    fn columns(&self, i: usize, n: usize, m: usize) -> (usize, usize) {
+        if self.band == Self::NO_BAND {
+            (1, m)
+        } else {
+            band_columns(i, n, m, self.band as usize)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn row(&self, _a: &Series<T>, i: usize) -> usize {
+        i - 1
+    }
+
+    #[inline(always)]
+    unsafe fn cell(
+        &self,
+        &sample: &usize,
+        a: &Series<T>,
+        b: &Series<T>,
+        j: usize,
+        diag: T,
+        up: T,
+        left: T,
+    ) -> T {
+        dtw_cell(a.squared_distance(sample, b, j - 1), diag, up, left)
+    }
+}

@@ -1,0 +1,109 @@
+//! Launch parameters shared by host and device, and the mapping from a
+//! thread's pair number to the pair of series it computes.
+
+use crate::{pair_value, Real, Recurrence, RowPair, SetRef};
+
+/// Everything a pairwise kernel needs, passed by value as its one parameter.
+///
+/// The launch computes pairs `first_pair .. first_pair + pair_count` of a tile
+/// of `a.count x b.count` pairs, numbered row-major, or, when `triangle != 0`
+/// (`a` and `b` are the same series), the upper triangle `i <= j` numbered
+/// row-major, writing both `out[i][j]` and `out[j][i]`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PairsLaunch<T, P> {
+    pub a: SetRef<T>,
+    pub b: SetRef<T>,
+    pub params: P,
+    /// Row-major `a.count x b.count` output.
+    pub out: *mut T,
+    /// Two rows of `row_len` values for each of the `pair_count` pairs,
+    /// interleaved: element `k` of row `r` of pair `p` at `(r * row_len + k) * pair_count + p`.
+    pub workspace: *mut T,
+    /// At least the longest series of `b` plus one.
+    pub row_len: u64,
+    pub first_pair: u64,
+    pub pair_count: u64,
+    pub triangle: u32,
+}
+
+/// Number of pairs in a tile: all `a_count * b_count`, or the upper triangle
+/// with its diagonal when `a` and `b` are the same `a_count` series.
+#[inline(always)]
+pub fn tile_pairs(a_count: u64, b_count: u64, triangle: bool) -> u64 {
+    if triangle {
+        a_count * (a_count + 1) / 2
+    } else {
+        a_count * b_count
+    }
+}
+
+/// First pair number of row `i` of the upper triangle of an `n x n` matrix.
+#[inline(always)]
+fn triangle_row_start(i: u64, n: u64) -> u64 {
+    i * n - i * i.saturating_sub(1) / 2
+}
+
+/// The `(i, j)` with `i <= j < n` of pair number `k` of the upper triangle,
+/// numbered row-major. A floating-point estimate of the row, then exact
+/// integer correction.
+#[inline(always)]
+pub fn triangle_pair(k: u64, n: u64) -> (u64, u64) {
+    // Row i starts at i*n - i*(i-1)/2; solve start(i) = k for i.
+    let b = 2.0 * n as f64 + 1.0;
+    let discriminant = b * b - 8.0 * k as f64;
+    let estimate = (b - sqrt_f64(if discriminant > 0.0 { discriminant } else { 0.0 })) / 2.0;
+    let mut i = if estimate > 0.0 { estimate as u64 } else { 0 };
+    if i >= n {
+        i = n - 1;
+    }
+    while i > 0 && triangle_row_start(i, n) > k {
+        i -= 1;
+    }
+    while i + 1 < n && triangle_row_start(i + 1, n) <= k {
+        i += 1;
+    }
+    (i, i + (k - triangle_row_start(i, n)))
+}
+
+#[inline(always)]
+fn sqrt_f64(x: f64) -> f64 {
+    <f64 as Real>::sqrt(x)
+}
+
+impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
+    /// The `(i, j)` of this launch's pair `index` (`index < pair_count`).
+    #[inline(always)]
+    pub fn pair(&self, index: u64) -> (u64, u64) {
+        let k = self.first_pair + index;
+        if self.triangle != 0 {
+            triangle_pair(k, self.a.count)
+        } else {
+            (k / self.b.count, k % self.b.count)
+        }
+    }
+
+    /// Compute pair `index` of the launch with rolling rows in the workspace
+    /// and write its value to the output: one thread's whole job in the
+    /// one-thread-per-pair kernels.
+    ///
+    /// # Safety
+    /// `index < pair_count`; every pointer valid as documented on the fields.
+    #[inline(always)]
+    pub unsafe fn run_pair_with_workspace(&self, index: u64) {
+        let (i, j) = self.pair(index);
+        let a = self.a.series(i as usize);
+        let b = self.b.series(j as usize);
+        let rows = RowPair {
+            base: self.workspace.add(index as usize),
+            len: self.row_len as usize,
+            stride: self.pair_count as usize,
+        };
+        let value = pair_value(&self.params, &a, &b, rows);
+        let columns = self.b.count as usize;
+        *self.out.add(i as usize * columns + j as usize) = value;
+        if self.triangle != 0 && i != j {
+            *self.out.add(j as usize * columns + i as usize) = value;
+        }
+    }
+}

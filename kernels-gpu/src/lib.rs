@@ -1,0 +1,34 @@
+//! Device code of timewarp: the recurrences of TWED, DTW and Soft-DTW, each
+//! written once, the launch parameters shared with the host, and the kernel
+//! entry points.
+//!
+//! The crate is `no_std` and compiles for two targets:
+//! - `nvptx64-nvidia-cuda`, as PTX (built by the host crate's `build.rs`),
+//!   where the `kernels` module adds the `extern "ptx-kernel"` entry points;
+//! - the host, where the host crate uses the same parameter structs and the
+//!   same cell updates in its CPU backend.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, core_intrinsics),
+    allow(internal_features)
+)]
+
+pub mod dtw;
+pub mod launch;
+mod real;
+pub mod rows;
+mod series;
+pub mod soft_dtw;
+pub mod twed;
+
+pub use dtw::DtwParams;
+pub use launch::PairsLaunch;
+pub use real::Real;
+pub use rows::{pair_value, Recurrence, RowPair};
+pub use series::{Series, SetRef};
+pub use soft_dtw::SoftDtwParams;
+pub use twed::TwedParams;
+
+#[cfg(target_arch = "nvptx64")]
+mod kernels;

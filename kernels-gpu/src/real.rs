@@ -1,0 +1,95 @@
+//! The float operations the recurrences need, for `f32` and `f64`, on the
+//! host and on the GPU.
+//!
+//! `core` has `abs`, `min` and `max`; square roots use the compiler intrinsic
+//! on the GPU (one `sqrt.rn` instruction) and `libm` on the host; `exp`, `ln`
+//! and `powf` use `libm` everywhere (there is no libdevice here; LTO inlines
+//! libm into the PTX).
+
+use core::ops::{Add, Div, Mul, Neg, Sub};
+
+/// A floating-point element type of the kernels: `f32` or `f64`.
+pub trait Real:
+    Copy
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const INFINITY: Self;
+    fn from_f64(value: f64) -> Self;
+    fn from_index(index: usize) -> Self;
+    fn to_f64(self) -> f64;
+    fn abs(self) -> Self;
+    fn min(self, other: Self) -> Self;
+    fn max(self, other: Self) -> Self;
+    fn sqrt(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn powf(self, exponent: Self) -> Self;
+}
+
+macro_rules! impl_real {
+    ($t:ty, $sqrt_intrinsic:ident, $sqrt:path, $exp:path, $ln:path, $pow:path) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const INFINITY: Self = <$t>::INFINITY;
+            #[inline(always)]
+            fn from_f64(value: f64) -> Self {
+                value as $t
+            }
+            #[inline(always)]
+            fn from_index(index: usize) -> Self {
+                index as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn min(self, other: Self) -> Self {
+                <$t>::min(self, other)
+            }
+            #[inline(always)]
+            fn max(self, other: Self) -> Self {
+                <$t>::max(self, other)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    core::intrinsics::$sqrt_intrinsic(self)
+                }
+                #[cfg(not(target_arch = "nvptx64"))]
+                {
+                    $sqrt(self)
+                }
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                $ln(self)
+            }
+            #[inline(always)]
+            fn powf(self, exponent: Self) -> Self {
+                $pow(self, exponent)
+            }
+        }
+    };
+}
+
+impl_real!(f32, sqrtf32, libm::sqrtf, libm::expf, libm::logf, libm::powf);
+impl_real!(f64, sqrtf64, libm::sqrt, libm::exp, libm::log, libm::pow);

@@ -1,0 +1,106 @@
+//! The one dynamic-programming driver that every measure shares: the cost
+//! matrix is filled row by row, keeping only two rows.
+//!
+//! The two rows live wherever the caller puts them: a slice on the CPU
+//! (`stride == 1`), or interleaved with other threads' rows in GPU global
+//! memory (`stride == threads in the launch`), so that neighbouring threads
+//! touch neighbouring addresses.
+
+use crate::{Real, Series};
+
+/// Two rows of `len` values each, element `k` of row `r` at
+/// `base[(r * len + k) * stride]`.
+#[derive(Clone, Copy)]
+pub struct RowPair<T> {
+    pub base: *mut T,
+    pub len: usize,
+    pub stride: usize,
+}
+
+impl<T: Real> RowPair<T> {
+    #[inline(always)]
+    unsafe fn get(&self, row: usize, k: usize) -> T {
+        *self.base.add((row * self.len + k) * self.stride)
+    }
+    #[inline(always)]
+    unsafe fn set(&self, row: usize, k: usize, value: T) {
+        *self.base.add((row * self.len + k) * self.stride) = value;
+    }
+}
+
+/// A measure's recurrence: how one cell of the cost matrix follows from its
+/// three neighbours. Cells are 1-based: cell `(i, j)` pairs sample `i - 1` of
+/// `a` with sample `j - 1` of `b`; row 0 and column 0 are the boundary
+/// (`0` at `(0, 0)`, infinity elsewhere).
+pub trait Recurrence<T: Real> {
+    /// What a row computes once for all its cells.
+    type Row;
+
+    /// The columns `lo..=hi` of row `i` that the measure allows (a band);
+    /// cells outside are infinite. `hi` may grow by at most 1 from row to row
+    /// and `lo` may never shrink; the default is every column.
+    #[inline(always)]
+    fn columns(&self, _i: usize, _n: usize, m: usize) -> (usize, usize) {
+        (1, m)
+    }
+
+    /// # Safety
+    /// `1 <= i <= a.len`.
+    unsafe fn row(&self, a: &Series<T>, i: usize) -> Self::Row;
+
+    /// The value of cell `(i, j)` from its diagonal, upper and left neighbours.
+    ///
+    /// # Safety
+    /// `1 <= i <= a.len`, `1 <= j <= b.len`.
+    unsafe fn cell(
+        &self,
+        row: &Self::Row,
+        a: &Series<T>,
+        b: &Series<T>,
+        j: usize,
+        diag: T,
+        up: T,
+        left: T,
+    ) -> T;
+}
+
+/// The measure's value for one pair: cell `(a.len, b.len)`.
+///
+/// # Safety
+/// `rows` has two rows of at least `b.len + 1` values each, not aliased by
+/// anyone else while this runs; both series are non-empty and valid.
+#[inline(always)]
+pub unsafe fn pair_value<T: Real, M: Recurrence<T>>(
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    rows: RowPair<T>,
+) -> T {
+    let (n, m) = (a.len, b.len);
+    rows.set(0, 0, T::ZERO);
+    for j in 1..=m {
+        rows.set(0, j, T::INFINITY);
+    }
+    let mut previous = 0;
+    for i in 1..=n {
+        let current = 1 - previous;
+        let (lo, hi) = measure.columns(i, n, m);
+        // Cells just outside the band read as infinite by this row and the next.
+        rows.set(current, lo - 1, T::INFINITY);
+        if hi < m {
+            rows.set(current, hi + 1, T::INFINITY);
+        }
+        let row = measure.row(a, i);
+        let mut diag = rows.get(previous, lo - 1);
+        let mut left = T::INFINITY;
+        for j in lo..=hi {
+            let up = rows.get(previous, j);
+            let value = measure.cell(&row, a, b, j, diag, up, left);
+            rows.set(current, j, value);
+            diag = up;
+            left = value;
+        }
+        previous = current;
+    }
+    rows.get(previous, m)
+}

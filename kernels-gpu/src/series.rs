@@ -1,0 +1,97 @@
+//! Views of series in memory, the same on host and device: a batch is one flat
+//! array of samples (`dims` values each, sample-major) with an offsets array,
+//! so equal and unequal lengths share one layout.
+
+use crate::Real;
+
+/// A batch of series as the kernels see it. Passed by value inside launch
+/// parameters, so it is `#[repr(C)]` and holds plain addresses.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SetRef<T> {
+    /// `values[(offsets[k] + t) * dims + d]` is value `d` of sample `t` of series `k`.
+    pub values: *const T,
+    /// `count + 1` sample offsets; series `k` is samples `offsets[k]..offsets[k + 1]`.
+    pub offsets: *const u64,
+    /// One timestamp per sample (same indexing as samples), or null for `0, 1, 2, ...`.
+    pub times: *const T,
+    pub count: u64,
+    pub dims: u64,
+}
+
+// SAFETY: a SetRef is a read-only view; whoever builds one keeps the memory
+// alive and unchanged while it is used (the host's CPU backend shares it
+// between rayon threads).
+unsafe impl<T: Sync> Sync for SetRef<T> {}
+unsafe impl<T: Sync> Send for SetRef<T> {}
+
+impl<T: Real> SetRef<T> {
+    /// Series `k` of the batch.
+    ///
+    /// # Safety
+    /// `k < count`, and the pointers describe valid memory.
+    #[inline(always)]
+    pub unsafe fn series(&self, k: usize) -> Series<T> {
+        let start = *self.offsets.add(k) as usize;
+        let end = *self.offsets.add(k + 1) as usize;
+        let dims = self.dims as usize;
+        Series {
+            values: self.values.add(start * dims),
+            times: if self.times.is_null() {
+                self.times
+            } else {
+                self.times.add(start)
+            },
+            len: end - start,
+            dims,
+        }
+    }
+}
+
+/// One series: `len` samples of `dims` values, with optional timestamps.
+#[derive(Clone, Copy, Debug)]
+pub struct Series<T> {
+    pub values: *const T,
+    pub times: *const T,
+    pub len: usize,
+    pub dims: usize,
+}
+
+impl<T: Real> Series<T> {
+    /// Value `d` of sample `t` (0-based).
+    ///
+    /// # Safety
+    /// `t < len`, `d < dims`.
+    #[inline(always)]
+    pub unsafe fn value(&self, t: usize, d: usize) -> T {
+        *self.values.add(t * self.dims + d)
+    }
+
+    /// Timestamp of sample `t` (0-based): the stored one, or `t` itself.
+    ///
+    /// # Safety
+    /// `t < len`.
+    #[inline(always)]
+    pub unsafe fn time(&self, t: usize) -> T {
+        if self.times.is_null() {
+            T::from_index(t)
+        } else {
+            *self.times.add(t)
+        }
+    }
+
+    /// Squared Euclidean distance between sample `s` of `self` and sample `t`
+    /// of `other` (same `dims`).
+    ///
+    /// # Safety
+    /// Indices in range.
+    #[inline(always)]
+    pub unsafe fn squared_distance(&self, s: usize, other: &Series<T>, t: usize) -> T {
+        let mut sum = T::ZERO;
+        for d in 0..self.dims {
+            let diff = self.value(s, d) - other.value(t, d);
+            sum = sum + diff * diff;
+        }
+        sum
+    }
+}
