@@ -19,7 +19,11 @@ const KERNEL_PACKAGE: &str = "timewarp-kernels";
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for path in ["kernels-gpu/src", "kernels-gpu/Cargo.toml", "kernels-gpu/Cargo.lock"] {
+    for path in [
+        "kernels-gpu/src",
+        "kernels-gpu/Cargo.toml",
+        "kernels-gpu/Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={path}");
     }
     println!("cargo:rerun-if-env-changed=TIMEWARP_REQUIRE_KERNELS");
@@ -104,17 +108,29 @@ fn check_toolchain() -> Result<(), String> {
         })?;
     let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
     if !sysroot.join("lib/rustlib/src/rust/library/core").is_dir() {
-        return Err("nightly has no rust-src (needed to build `core` for nvptx64); run: \
+        return Err(
+            "nightly has no rust-src (needed to build `core` for nvptx64); run: \
              rustup component add rust-src --toolchain nightly"
-            .to_string());
+                .to_string(),
+        );
     }
     Ok(())
 }
 
-fn run_kernel_build(manifest: &Path, target_dir: &Path, ptx: &Path, cpu: &str) -> Result<(), String> {
+fn run_kernel_build(
+    manifest: &Path,
+    target_dir: &Path,
+    ptx: &Path,
+    cpu: &str,
+) -> Result<(), String> {
     let output = nightly_command("cargo")
         .args(["rustc", "--release", "--target", "nvptx64-nvidia-cuda"])
-        .args(["-Zbuild-std=core", "--crate-type", "staticlib", "--manifest-path"])
+        .args([
+            "-Zbuild-std=core",
+            "--crate-type",
+            "staticlib",
+            "--manifest-path",
+        ])
         .arg(manifest)
         .arg("--target-dir")
         .arg(target_dir)

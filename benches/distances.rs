@@ -4,7 +4,9 @@
 //! elements/s is cells per second.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use timewarp::{distance_matrix, gpu::Gpu, ComputeOptions, Device, Dtw, Metric, SoftDtw, Twed, GPU_VARIANTS};
+use timewarp::{
+    distance_matrix, gpu::Gpu, ComputeOptions, Device, Dtw, Metric, SoftDtw, Twed, GPU_VARIANTS,
+};
 
 /// (series per batch, length) of each benchmarked size.
 const SIZES: [(usize, usize); 2] = [(64, 128), (32, 512)];
@@ -42,14 +44,21 @@ fn distances(c: &mut Criterion) {
         for (count, length) in SIZES {
             let (queries, _) = timewarp::data::cbf(count, length, 1);
             let (references, _) = timewarp::data::cbf(count, length, 2);
-            let (queries, references) = (queries.cast::<f32>().unwrap(), references.cast::<f32>().unwrap());
-            group.throughput(Throughput::Elements((count * count * length * length) as u64));
+            let (queries, references) = (
+                queries.cast::<f32>().unwrap(),
+                references.cast::<f32>().unwrap(),
+            );
+            group.throughput(Throughput::Elements(
+                (count * count * length * length) as u64,
+            ));
             for (backend, options) in &backends {
                 group.bench_with_input(
                     BenchmarkId::new(format!("{backend}/f32"), format!("{count}x{length}")),
                     &options,
                     |bench, options| {
-                        bench.iter(|| distance_matrix(&queries, Some(&references), metric, options).unwrap())
+                        bench.iter(|| {
+                            distance_matrix(&queries, Some(&references), metric, options).unwrap()
+                        })
                     },
                 );
             }

@@ -21,8 +21,7 @@ use std::time::Instant;
 use timewarp::formats::{self, Dataset};
 use timewarp::gpu::Gpu;
 use timewarp::{
-    Backend, ComputeOptions, Device, Dtw, Error, Float, Metric, Precision, SeriesSet, SoftDtw,
-    Twed,
+    Backend, ComputeOptions, Device, Dtw, Error, Float, Metric, Precision, SeriesSet, SoftDtw, Twed,
 };
 
 const INPUT_FORMATS: &str = "\

@@ -179,7 +179,8 @@ pub fn soft_dtw_gradient<T: Float>(
             second: ys.dims(),
         });
     }
-    let (value, gradient) = cpu::soft_dtw_gradient(xs.series(0), ys.series(0), T::from_f64(metric.gamma()));
+    let (value, gradient) =
+        cpu::soft_dtw_gradient(xs.series(0), ys.series(0), T::from_f64(metric.gamma()));
     if !value.is_finite() || gradient.iter().any(|g| !g.is_finite()) {
         return Err(Error::Overflow { precision: T::NAME });
     }

@@ -95,7 +95,9 @@ mod tests {
     #[test]
     fn random_normal_moments() {
         let set = random_normal(50, 100, 2, 5);
-        let values: Vec<f64> = (0..set.len()).flat_map(|k| set.series(k).to_owned()).collect();
+        let values: Vec<f64> = (0..set.len())
+            .flat_map(|k| set.series(k).to_owned())
+            .collect();
         let mean = values.iter().sum::<f64>() / values.len() as f64;
         let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
         assert!(mean.abs() < 0.05, "mean {mean}");
@@ -111,7 +113,9 @@ mod tests {
             assert_eq!(cbf_shape(class, 30.1, a, b, h), 0.0);
         }
         // Cylinder: a plateau; bell: rises from 0 to h; funnel: falls.
-        assert!([10.0, 20.0, 30.0].iter().all(|&t| cbf_shape(0, t, a, b, h) == h));
+        assert!([10.0, 20.0, 30.0]
+            .iter()
+            .all(|&t| cbf_shape(0, t, a, b, h) == h));
         assert_eq!(cbf_shape(1, a, a, b, h), 0.0);
         assert_eq!(cbf_shape(1, 20.0, a, b, h), 3.0);
         assert_eq!(cbf_shape(1, b, a, b, h), h);

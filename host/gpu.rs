@@ -4,8 +4,8 @@
 
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{
-    result as driver, sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream,
-    DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+    result as driver, sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
+    DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 use ndarray::{s, Array2};
@@ -190,7 +190,10 @@ impl Gpu {
         b: Option<&SeriesSet<T>>,
         memory_budget: Option<usize>,
     ) -> Result<Array2<T>> {
-        let _one_at_a_time = self.busy.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _one_at_a_time = self
+            .busy
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.context.bind_to_thread().map_err(gpu_error)?;
         let function = self
             .module
@@ -218,10 +221,19 @@ impl Gpu {
                     b_upload = self.upload(&b.slice(columns.clone()))?;
                     &b_upload
                 };
-                let tile = self.tile(&function, params, &a_block, b_block, triangle, plan.workspace_bytes)?;
-                out.slice_mut(s![rows.clone(), columns.clone()]).assign(&tile);
+                let tile = self.tile(
+                    &function,
+                    params,
+                    &a_block,
+                    b_block,
+                    triangle,
+                    plan.workspace_bytes,
+                )?;
+                out.slice_mut(s![rows.clone(), columns.clone()])
+                    .assign(&tile);
                 if triangle_matrix && !triangle {
-                    out.slice_mut(s![columns.clone(), rows.clone()]).assign(&tile.t());
+                    out.slice_mut(s![columns.clone(), rows.clone()])
+                        .assign(&tile.t());
                 }
             }
         }
@@ -250,7 +262,9 @@ impl Gpu {
             )));
         }
         let chunk = pairs.min((workspace_bytes / bytes_per_pair) as u64);
-        let mut out = stream.alloc_zeros::<T>(a.count * b.count).map_err(gpu_error)?;
+        let mut out = stream
+            .alloc_zeros::<T>(a.count * b.count)
+            .map_err(gpu_error)?;
         let workspace = stream
             .alloc_zeros::<T>(chunk as usize * 2 * row_len)
             .map_err(gpu_error)?;
@@ -279,8 +293,13 @@ impl Gpu {
             // SAFETY: the launch's pointers are live device allocations of the
             // sizes its fields promise (uploaded blocks, `out` of a.count x
             // b.count, a workspace of `chunk` pairs >= pair_count).
-            unsafe { stream.launch_builder(function).arg(&argument).launch(config) }
-                .map_err(gpu_error)?;
+            unsafe {
+                stream
+                    .launch_builder(function)
+                    .arg(&argument)
+                    .launch(config)
+            }
+            .map_err(gpu_error)?;
             first_pair += pair_count;
         }
         let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
@@ -293,7 +312,10 @@ impl Gpu {
         Ok(DeviceSet {
             values: stream.clone_htod(values).map_err(gpu_error)?,
             offsets: stream.clone_htod(offsets).map_err(gpu_error)?,
-            times: times.map(|t| stream.clone_htod(t)).transpose().map_err(gpu_error)?,
+            times: times
+                .map(|t| stream.clone_htod(t))
+                .transpose()
+                .map_err(gpu_error)?,
             count: set.len(),
             dims: set.dims(),
             max_len: set.max_len(),
@@ -364,7 +386,12 @@ struct TilePlan {
 }
 
 impl TilePlan {
-    fn new<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>, budget: usize, element: usize) -> Self {
+    fn new<T: Float>(
+        a: &SeriesSet<T>,
+        b: Option<&SeriesSet<T>>,
+        budget: usize,
+        element: usize,
+    ) -> Self {
         let quarter = budget / 4;
         // A tile is at most `side x side` outputs.
         let side = ((quarter / element) as f64).sqrt().max(1.0) as usize;
@@ -383,7 +410,12 @@ impl TilePlan {
 
 /// Consecutive ranges of series with at most `max_bytes` of data and
 /// `max_count` series each (a single larger series gets a block of its own).
-fn blocks<T: Float>(set: &SeriesSet<T>, max_bytes: usize, max_count: usize, element: usize) -> Vec<Range<usize>> {
+fn blocks<T: Float>(
+    set: &SeriesSet<T>,
+    max_bytes: usize,
+    max_count: usize,
+    element: usize,
+) -> Vec<Range<usize>> {
     let bytes_of = |k: usize| {
         let samples = set.series_len(k);
         let times = if set.has_timestamps() { samples } else { 0 };

@@ -31,9 +31,9 @@
 mod compute;
 mod cpu;
 pub mod data;
-pub mod formats;
 mod error;
 mod float;
+pub mod formats;
 pub mod gpu;
 mod metric;
 pub mod oracle;

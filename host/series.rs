@@ -92,7 +92,11 @@ impl<T: Float> SeriesSet<T> {
                 return Err(Error::InvalidInput(format!(
                     "timestamps of series {index}: {} values for a series of {}",
                     t.len(),
-                    if index < self.len() { self.series_len(index) } else { 0 }
+                    if index < self.len() {
+                        self.series_len(index)
+                    } else {
+                        0
+                    }
                 )));
             }
             let mut previous = None;
@@ -139,7 +143,10 @@ impl<T: Float> SeriesSet<T> {
 
     /// The longest series' length.
     pub fn max_len(&self) -> usize {
-        (0..self.len()).map(|k| self.series_len(k)).max().unwrap_or(0)
+        (0..self.len())
+            .map(|k| self.series_len(k))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Total number of samples of all series.
@@ -150,8 +157,11 @@ impl<T: Float> SeriesSet<T> {
     /// Series `k` as `length x dims`.
     pub fn series(&self, k: usize) -> ArrayView2<'_, T> {
         let (start, end) = (self.offsets[k] as usize, self.offsets[k + 1] as usize);
-        ArrayView2::from_shape((end - start, self.dims), &self.values[start * self.dims..end * self.dims])
-            .expect("offsets describe the values")
+        ArrayView2::from_shape(
+            (end - start, self.dims),
+            &self.values[start * self.dims..end * self.dims],
+        )
+        .expect("offsets describe the values")
     }
 
     /// Timestamps of series `k`: the given ones, or `0, 1, 2, ...`.
@@ -200,7 +210,10 @@ impl<T: Float> SeriesSet<T> {
 
     /// Series `range` as its own batch (for processing in chunks).
     pub fn slice(&self, range: std::ops::Range<usize>) -> SeriesSet<T> {
-        let (start, end) = (self.offsets[range.start] as usize, self.offsets[range.end] as usize);
+        let (start, end) = (
+            self.offsets[range.start] as usize,
+            self.offsets[range.end] as usize,
+        );
         SeriesSet {
             values: self.values[start * self.dims..end * self.dims].to_vec(),
             offsets: self.offsets[range.start..=range.end]

@@ -7,7 +7,9 @@
 mod common;
 
 use common::*;
-use timewarp::{distance_matrix, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet, SoftDtw, Twed};
+use timewarp::{
+    distance_matrix, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet, SoftDtw, Twed,
+};
 
 fn every_metric() -> Vec<Metric> {
     vec![
@@ -25,7 +27,13 @@ fn every_metric() -> Vec<Metric> {
 
 /// `a` against `b` and `a` against itself, in precision `T`, compared with
 /// the oracle; the self-matrix must also be exactly symmetric.
-fn check<T: Float>(options: &ComputeOptions, a: &SeriesSet<f64>, b: &SeriesSet<f64>, metrics: &[Metric], context: &str) {
+fn check<T: Float>(
+    options: &ComputeOptions,
+    a: &SeriesSet<f64>,
+    b: &SeriesSet<f64>,
+    metrics: &[Metric],
+    context: &str,
+) {
     let (a, b) = (a.cast::<T>().unwrap(), b.cast::<T>().unwrap());
     for &metric in metrics {
         let got = distance_matrix(&a, Some(&b), metric, options).unwrap();
@@ -36,7 +44,13 @@ fn check<T: Float>(options: &ComputeOptions, a: &SeriesSet<f64>, b: &SeriesSet<f
     }
 }
 
-fn check_both(options: &ComputeOptions, a: &SeriesSet<f64>, b: &SeriesSet<f64>, metrics: &[Metric], context: &str) {
+fn check_both(
+    options: &ComputeOptions,
+    a: &SeriesSet<f64>,
+    b: &SeriesSet<f64>,
+    metrics: &[Metric],
+    context: &str,
+) {
     check::<f64>(options, a, b, metrics, context);
     check::<f32>(options, a, b, metrics, context);
 }
@@ -66,7 +80,13 @@ fn long_series(options: ComputeOptions) {
     for dims in [1, 3] {
         let a = random_set(&mut rng, &[1000, 17], dims, 1.0);
         let b = random_set(&mut rng, &[1000, 128, 1], dims, 1.0);
-        check_both(&options, &a, &b, &metrics, &format!("length 1000, {dims} dims"));
+        check_both(
+            &options,
+            &a,
+            &b,
+            &metrics,
+            &format!("length 1000, {dims} dims"),
+        );
     }
 }
 
@@ -111,14 +131,25 @@ fn twed_with_timestamps(options: ComputeOptions) {
             Twed::new(0.5, 0.25, 2.0).unwrap().into(),
             Twed::new(1.0, 1.0, 1.0).unwrap().into(),
         ];
-        check_both(&options, &a, &b, &metrics, &format!("TWED with timestamps, {dims} dims"));
+        check_both(
+            &options,
+            &a,
+            &b,
+            &metrics,
+            &format!("TWED with timestamps, {dims} dims"),
+        );
     }
 }
 
 fn gunpoint(options: ComputeOptions) {
     let read = |name: &str, count: usize| {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
-        let set = timewarp::formats::read_dataset(&path).unwrap().to_series_set::<f64>().unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(name);
+        let set = timewarp::formats::read_dataset(&path)
+            .unwrap()
+            .to_series_set::<f64>()
+            .unwrap();
         set.slice(0..count)
     };
     let train = read("GunPoint_TRAIN.ts", 8);
@@ -160,13 +191,20 @@ fn chunked_equals_whole(options: ComputeOptions) {
 /// The CPU backend and the GPU compute the same recurrences, so they agree
 /// to rounding on a whole real data set.
 fn gpu_agrees_with_cpu_on_gunpoint(options: ComputeOptions) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/GunPoint_TRAIN.ts");
-    let set = timewarp::formats::read_dataset(&path).unwrap().to_series_set::<f64>().unwrap();
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/GunPoint_TRAIN.ts");
+    let set = timewarp::formats::read_dataset(&path)
+        .unwrap()
+        .to_series_set::<f64>()
+        .unwrap();
     for metric in every_metric() {
         let here = distance_matrix(&set, None, metric, &options).unwrap();
         let cpu = distance_matrix(&set, None, metric, &ComputeOptions::on(Device::Cpu)).unwrap();
         for (x, y) in here.iter().zip(cpu.iter()) {
-            assert!((x - y).abs() <= 1e-12 * y.abs().max(1e-300), "{metric:?}: {x} vs {y}");
+            assert!(
+                (x - y).abs() <= 1e-12 * y.abs().max(1e-300),
+                "{metric:?}: {x} vs {y}"
+            );
         }
     }
 }

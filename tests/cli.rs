@@ -21,7 +21,9 @@ fn timewarp() -> Command {
 }
 
 fn bundled(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// Runs a command that must succeed and returns its stdout.
@@ -33,7 +35,12 @@ fn stdout_of(command: &mut Command) -> String {
 /// `distance` on the CPU, CSV on stdout, parsed.
 fn cli_matrix<T: FromStr<Err: Debug>>(a: &Path, b: Option<&Path>, extra: &[&str]) -> Array2<T> {
     let mut command = timewarp();
-    command.arg("distance").arg(a).args(b).args(["--device", "cpu"]).args(extra);
+    command
+        .arg("distance")
+        .arg(a)
+        .args(b)
+        .args(["--device", "cpu"])
+        .args(extra);
     parse_csv(&stdout_of(&mut command))
 }
 
@@ -50,7 +57,13 @@ fn parse_csv<T: FromStr<Err: Debug>>(text: &str) -> Array2<T> {
 fn library<T: Float>(a: &Path, b: Option<&Path>, metric: Metric) -> Array2<T> {
     let set = |path: &Path| read_dataset(path).unwrap().to_series_set::<T>().unwrap();
     let b = b.map(set);
-    distance_matrix(&set(a), b.as_ref(), metric, &ComputeOptions::on(Device::Cpu)).unwrap()
+    distance_matrix(
+        &set(a),
+        b.as_ref(),
+        metric,
+        &ComputeOptions::on(Device::Cpu),
+    )
+    .unwrap()
 }
 
 /// Equal to the last bit (and sign of zero).
@@ -64,7 +77,10 @@ fn assert_same_bits<T: Float>(got: &Array2<T>, expected: &Array2<T>) {
 fn assert_close(got: &Array2<f64>, expected: &Array2<f64>, relative: f64) {
     assert_eq!(got.dim(), expected.dim());
     for (g, e) in got.iter().zip(expected) {
-        assert!((g - e).abs() <= relative * e.abs().max(f64::MIN_POSITIVE), "{g} vs {e}");
+        assert!(
+            (g - e).abs() <= relative * e.abs().max(f64::MIN_POSITIVE),
+            "{g} vs {e}"
+        );
     }
 }
 
@@ -93,8 +109,14 @@ fn write_every_format(dir: &Path) -> Vec<PathBuf> {
                 .to_string()
                 + &lines(&|k| format!("{}:{}", line(k, ","), labels[k])),
         ),
-        ("tiny.tsv", lines(&|k| format!("{}\t{}", labels[k], line(k, "\t")))),
-        ("tiny.txt", lines(&|k| format!("{}  {}", labels[k], line(k, " ")))),
+        (
+            "tiny.tsv",
+            lines(&|k| format!("{}\t{}", labels[k], line(k, "\t"))),
+        ),
+        (
+            "tiny.txt",
+            lines(&|k| format!("{}  {}", labels[k], line(k, " "))),
+        ),
         ("tiny.csv", lines(&|k| line(k, ","))),
     ];
     let mut paths: Vec<PathBuf> = files
@@ -124,34 +146,63 @@ fn distance_reads_every_format() {
     }
     // Two files of different formats, rows against columns.
     let got: Array2<f64> = cli_matrix(&files[1], Some(&files[4]), &["--metric", "dtw"]);
-    assert_same_bits(&got, &library(&files[1], Some(&files[4]), Dtw::new().into()));
+    assert_same_bits(
+        &got,
+        &library(&files[1], Some(&files[4]), Dtw::new().into()),
+    );
 }
 
 #[test]
 fn distance_on_bundled_files_round_trips_exactly() {
-    let (test, train) = (bundled("BasicMotions_TEST.ts"), bundled("BasicMotions_TRAIN.ts"));
+    let (test, train) = (
+        bundled("BasicMotions_TEST.ts"),
+        bundled("BasicMotions_TRAIN.ts"),
+    );
     let soft: Metric = SoftDtw::new(0.5).unwrap().into();
-    let got: Array2<f64> = cli_matrix(&test, Some(&train), &["--metric", "soft-dtw", "--gamma", "0.5"]);
+    let got: Array2<f64> = cli_matrix(
+        &test,
+        Some(&train),
+        &["--metric", "soft-dtw", "--gamma", "0.5"],
+    );
     assert_eq!(got.dim(), (40, 40));
     assert_same_bits(&got, &library(&test, Some(&train), soft));
     // f32 prints the shortest form of the f32 value, which parses back exactly.
-    let got: Array2<f32> = cli_matrix(&test, Some(&train), &["--metric", "twed", "--precision", "f32"]);
+    let got: Array2<f32> = cli_matrix(
+        &test,
+        Some(&train),
+        &["--metric", "twed", "--precision", "f32"],
+    );
     assert_same_bits(&got, &library(&test, Some(&train), twed()));
 }
 
 #[test]
 fn distance_writes_csv_and_npy_files() {
     let dir = TempDir::new().unwrap();
-    let (a, b) = (bundled("GunPoint_TRAIN.ts"), bundled("BasicMotions_TRAIN.ts"));
+    let (a, b) = (
+        bundled("GunPoint_TRAIN.ts"),
+        bundled("BasicMotions_TRAIN.ts"),
+    );
     let c = write_every_format(dir.path())[3].clone();
     let out = |name: &str| dir.path().join(name);
     let run = |inputs: &[&Path], extra: &[&str], path: &Path| {
         let mut command = timewarp();
-        command.arg("distance").args(inputs).args(["--device", "cpu", "--out"]).arg(path);
-        assert_eq!(stdout_of(command.args(extra)), "", "nothing on stdout with --out");
+        command
+            .arg("distance")
+            .args(inputs)
+            .args(["--device", "cpu", "--out"])
+            .arg(path);
+        assert_eq!(
+            stdout_of(command.args(extra)),
+            "",
+            "nothing on stdout with --out"
+        );
     };
 
-    run(&[&a, &c], &["--metric", "dtw", "--band", "5"], &out("m.csv"));
+    run(
+        &[&a, &c],
+        &["--metric", "dtw", "--band", "5"],
+        &out("m.csv"),
+    );
     let got: Array2<f64> = parse_csv(&std::fs::read_to_string(out("m.csv")).unwrap());
     assert_same_bits(&got, &library(&a, Some(&c), Dtw::with_band(5).into()));
 
@@ -160,7 +211,11 @@ fn distance_writes_csv_and_npy_files() {
     let metric = Twed::new(0.01, 1.0, 2.0).unwrap().into();
     assert_same_bits(&got, &library(&b, None, metric));
 
-    run(&[&b], &["--metric", "twed", "--precision", "f32"], &out("m32.NPY"));
+    run(
+        &[&b],
+        &["--metric", "twed", "--precision", "f32"],
+        &out("m32.NPY"),
+    );
     let got: Array2<f32> = read_npy(out("m32.NPY")).unwrap();
     assert_same_bits(&got, &library(&b, None, twed()));
 
@@ -180,7 +235,11 @@ fn distance_of_a_set_with_itself() {
         let n = alone.nrows();
         for i in 0..n {
             for j in i..n {
-                assert_eq!(alone[[i, j]].to_bits(), twice[[i, j]].to_bits(), "{metric} ({i}, {j})");
+                assert_eq!(
+                    alone[[i, j]].to_bits(),
+                    twice[[i, j]].to_bits(),
+                    "{metric} ({i}, {j})"
+                );
             }
         }
         assert_close(&alone, &twice, 1e-12);
@@ -190,7 +249,10 @@ fn distance_of_a_set_with_itself() {
 /// DTW within a band of radius 0 is the squared Euclidean distance.
 #[test]
 fn dtw_band_zero_is_squared_euclidean() {
-    let (test, train) = (bundled("BasicMotions_TEST.ts"), bundled("BasicMotions_TRAIN.ts"));
+    let (test, train) = (
+        bundled("BasicMotions_TEST.ts"),
+        bundled("BasicMotions_TRAIN.ts"),
+    );
     let got: Array2<f64> = cli_matrix(&test, Some(&train), &["--metric", "dtw", "--band", "0"]);
     let (x, y) = (read_dataset(&test).unwrap(), read_dataset(&train).unwrap());
     let expected = Array2::from_shape_fn((x.len(), y.len()), |(i, j)| {
@@ -219,30 +281,45 @@ fn knn_gunpoint_accuracy_on_the_cpu() {
         ("dtw", "accuracy: 0.906667\nerror: 0.093333\n"),
         ("twed", "accuracy: 0.973333\nerror: 0.026667\n"),
     ] {
-        knn("GunPoint_TRAIN.ts", "GunPoint_TEST.ts", &["--metric", metric, "--device", "cpu"])
-            .assert()
-            .success()
-            .stdout(expected)
-            .stderr(predicates::str::contains("computed 7500 distances in"));
+        knn(
+            "GunPoint_TRAIN.ts",
+            "GunPoint_TEST.ts",
+            &["--metric", metric, "--device", "cpu"],
+        )
+        .assert()
+        .success()
+        .stdout(expected)
+        .stderr(predicates::str::contains("computed 7500 distances in"));
     }
 }
 
 fn accuracy(stdout: &str) -> f64 {
-    let value = stdout.strip_prefix("accuracy: ").and_then(|s| s.lines().next());
-    value.unwrap_or_else(|| panic!("no accuracy in {stdout:?}")).parse().unwrap()
+    let value = stdout
+        .strip_prefix("accuracy: ")
+        .and_then(|s| s.lines().next());
+    value
+        .unwrap_or_else(|| panic!("no accuracy in {stdout:?}"))
+        .parse()
+        .unwrap()
 }
 
 #[test]
 fn knn_multivariate_and_k_neighbours() {
     for name in ["BasicMotions", "JapaneseVowels"] {
         let (train, test) = (format!("{name}_TRAIN.ts"), format!("{name}_TEST.ts"));
-        let out = stdout_of(&mut knn(&train, &test, &["--metric", "dtw", "--device", "cpu"]));
+        let out = stdout_of(&mut knn(
+            &train,
+            &test,
+            &["--metric", "dtw", "--device", "cpu"],
+        ));
         assert!(accuracy(&out) > 0.8, "{name}: {out}");
     }
     let out = stdout_of(&mut knn(
         "GunPoint_TRAIN.ts",
         "GunPoint_TEST.ts",
-        &["--metric", "dtw", "--device", "cpu", "-k", "3", "--band", "6"],
+        &[
+            "--metric", "dtw", "--device", "cpu", "-k", "3", "--band", "6",
+        ],
     ));
     assert!(accuracy(&out) > 0.8, "{out}");
     assert!(out.lines().nth(1).unwrap().starts_with("error: "));
@@ -251,9 +328,15 @@ fn knn_multivariate_and_k_neighbours() {
 #[test]
 fn info_reports_kernels_gpus_and_threads() {
     let out = stdout_of(timewarp().arg("info"));
-    assert!(out.starts_with(&format!("timewarp {}\n", env!("CARGO_PKG_VERSION"))), "{out}");
+    assert!(
+        out.starts_with(&format!("timewarp {}\n", env!("CARGO_PKG_VERSION"))),
+        "{out}"
+    );
     assert!(out.contains("\nkernels: "), "{out}");
-    assert!(out.contains("\nGPU 0: ") || out.contains("\nGPUs: none usable: "), "{out}");
+    assert!(
+        out.contains("\nGPU 0: ") || out.contains("\nGPUs: none usable: "),
+        "{out}"
+    );
     assert!(out.contains("\nCPU threads: "), "{out}");
 }
 
@@ -272,15 +355,30 @@ struct BenchRow {
 #[test]
 fn bench_json_parses() {
     let out = stdout_of(timewarp().args([
-        "bench", "--device", "cpu", "--lengths", "8,12", "--count", "4", "--repeats", "2",
-        "--json", "--precision", "f32", "--data", "normal",
+        "bench",
+        "--device",
+        "cpu",
+        "--lengths",
+        "8,12",
+        "--count",
+        "4",
+        "--repeats",
+        "2",
+        "--json",
+        "--precision",
+        "f32",
+        "--data",
+        "normal",
     ]));
     let rows: Vec<BenchRow> = serde_json::from_str(&out).unwrap();
     assert_eq!(rows.len(), 3 * 2);
     for row in &rows {
         assert!(["dtw", "soft-dtw", "twed"].contains(&row.metric.as_str()));
         assert!([8, 12].contains(&row.length));
-        assert_eq!((row.count, row.precision.as_str(), row.backend.as_str()), (4, "f32", "cpu"));
+        assert_eq!(
+            (row.count, row.precision.as_str(), row.backend.as_str()),
+            (4, "f32", "cpu")
+        );
         assert!(row.seconds > 0.0 && row.gcups > 0.0);
         assert_eq!(row.speedup_vs_cpu, Some(1.0));
     }
@@ -289,13 +387,30 @@ fn bench_json_parses() {
 #[test]
 fn bench_table() {
     let out = stdout_of(timewarp().args([
-        "bench", "--device", "cpu", "--metric", "dtw", "--metric", "twed", "--lengths", "8",
-        "--count", "3", "--repeats", "1",
+        "bench",
+        "--device",
+        "cpu",
+        "--metric",
+        "dtw",
+        "--metric",
+        "twed",
+        "--lengths",
+        "8",
+        "--count",
+        "3",
+        "--repeats",
+        "1",
     ]));
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
-    assert!(lines[0].contains("GCUPS") && lines[0].contains("speedup"), "{out}");
-    assert!(lines[1].starts_with("dtw") && lines[2].starts_with("twed"), "{out}");
+    assert!(
+        lines[0].contains("GCUPS") && lines[0].contains("speedup"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("dtw") && lines[2].starts_with("twed"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -319,20 +434,50 @@ fn bad_input_fails_cleanly() {
     let good = file("good.csv", "1,2,3\n4,5,6\n");
     let labelled = file("good.tsv", "x\t1\t2\t3\ny\t4\t5\t6\n");
     let cases: Vec<(Vec<String>, Vec<String>)> = vec![
-        (vec![good.clone(), bundled("BasicMotions_TRAIN.ts").to_str().unwrap().into()],
-         vec!["BasicMotions_TRAIN.ts".into(), "6 dimensions".into(), "good.csv".into()]),
+        (
+            vec![
+                good.clone(),
+                bundled("BasicMotions_TRAIN.ts").to_str().unwrap().into(),
+            ],
+            vec![
+                "BasicMotions_TRAIN.ts".into(),
+                "6 dimensions".into(),
+                "good.csv".into(),
+            ],
+        ),
         (vec![file("empty.csv", "")], vec!["empty.csv".into()]),
-        (vec![file("word.csv", "1,2,3\n4,five,6\n")], vec!["word.csv:2:".into()]),
-        (vec![file("nan.tsv", "x\t1\tNaN\t3\n")], vec!["nan.tsv:1:".into(), "NaN".into()]),
-        (vec![file("inf.csv", "1,inf,3\n")], vec!["inf.csv:1:".into()]),
-        (vec![file("ragged.csv", "1,2,3\n4,5\n")], vec!["ragged.csv:2:".into()]),
-        (vec![dir.path().join("missing.csv").to_str().unwrap().into()], vec!["missing.csv".into()]),
-        (vec![file("data.xyz", "1,2\n")], vec!["data.xyz".into(), "extension".into()]),
+        (
+            vec![file("word.csv", "1,2,3\n4,five,6\n")],
+            vec!["word.csv:2:".into()],
+        ),
+        (
+            vec![file("nan.tsv", "x\t1\tNaN\t3\n")],
+            vec!["nan.tsv:1:".into(), "NaN".into()],
+        ),
+        (
+            vec![file("inf.csv", "1,inf,3\n")],
+            vec!["inf.csv:1:".into()],
+        ),
+        (
+            vec![file("ragged.csv", "1,2,3\n4,5\n")],
+            vec!["ragged.csv:2:".into()],
+        ),
+        (
+            vec![dir.path().join("missing.csv").to_str().unwrap().into()],
+            vec!["missing.csv".into()],
+        ),
+        (
+            vec![file("data.xyz", "1,2\n")],
+            vec!["data.xyz".into(), "extension".into()],
+        ),
     ];
     let out = dir.path().join("out.csv");
     for (inputs, needles) in cases {
         let mut command = timewarp();
-        command.arg("distance").args(&inputs).args(["--metric", "dtw", "--device", "cpu", "--out"]);
+        command
+            .arg("distance")
+            .args(&inputs)
+            .args(["--metric", "dtw", "--device", "cpu", "--out"]);
         expect_failure(command.arg(&out), &needles, 2);
         assert!(!out.exists());
     }
@@ -344,12 +489,17 @@ fn bad_input_fails_cleanly() {
     ];
     for (args, needle) in parameters {
         let mut command = timewarp();
-        command.args(["distance", &good, "--out"]).arg(&out).args(args);
+        command
+            .args(["distance", &good, "--out"])
+            .arg(&out)
+            .args(args);
         expect_failure(&mut command, &[needle], 2);
         assert!(!out.exists());
     }
     let mut bad_out = timewarp();
-    bad_out.args(["distance", &good, "--metric", "dtw", "--out"]).arg(dir.path().join("m.txt"));
+    bad_out
+        .args(["distance", &good, "--metric", "dtw", "--out"])
+        .arg(dir.path().join("m.txt"));
     expect_failure(&mut bad_out, &["m.txt", ".csv or .npy"], 2);
 
     let knn_cases: [(&str, &str, &str, &[&str]); 3] = [
@@ -359,18 +509,29 @@ fn bad_input_fails_cleanly() {
     ];
     for (train, test, k, needles) in knn_cases {
         let mut command = timewarp();
-        command.args(["knn", "--train", train, "--test", test, "--metric", "dtw", "-k", k]);
+        command.args([
+            "knn", "--train", train, "--test", test, "--metric", "dtw", "-k", k,
+        ]);
         expect_failure(&mut command, needles, 2);
     }
 }
 
 fn expect_failure(command: &mut Command, needles: &[impl AsRef<str>], status: i32) {
-    let output = command.assert().code(status).stdout("").get_output().clone();
+    let output = command
+        .assert()
+        .code(status)
+        .stdout("")
+        .get_output()
+        .clone();
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
     assert!(stderr.starts_with("timewarp: "), "{stderr:?}");
     for needle in needles {
-        assert!(stderr.contains(needle.as_ref()), "{stderr:?} lacks {:?}", needle.as_ref());
+        assert!(
+            stderr.contains(needle.as_ref()),
+            "{stderr:?} lacks {:?}",
+            needle.as_ref()
+        );
     }
 }
 
@@ -380,7 +541,11 @@ fn device_gpu_without_a_gpu_is_a_runtime_failure() {
         eprintln!("device_gpu_without_a_gpu_is_a_runtime_failure: skipped, there is a GPU");
         return;
     }
-    let mut command = knn("GunPoint_TRAIN.ts", "GunPoint_TEST.ts", &["--metric", "dtw", "--device", "gpu"]);
+    let mut command = knn(
+        "GunPoint_TRAIN.ts",
+        "GunPoint_TEST.ts",
+        &["--metric", "dtw", "--device", "gpu"],
+    );
     expect_failure(&mut command, &["no usable GPU"], 1);
 }
 
@@ -393,7 +558,11 @@ fn gpu_knn_gunpoint_accuracy() {
         ("dtw", "accuracy: 0.906667\nerror: 0.093333\n"),
         ("twed", "accuracy: 0.973333\nerror: 0.026667\n"),
     ] {
-        let mut command = knn("GunPoint_TRAIN.ts", "GunPoint_TEST.ts", &["--metric", metric, "--device", "gpu"]);
+        let mut command = knn(
+            "GunPoint_TRAIN.ts",
+            "GunPoint_TEST.ts",
+            &["--metric", metric, "--device", "gpu"],
+        );
         command.assert().success().stdout(expected);
     }
 }
@@ -404,11 +573,23 @@ fn gpu_distance_matches_cpu_on_multivariate_sets() {
         return;
     }
     for name in ["BasicMotions", "JapaneseVowels"] {
-        let (test, train) = (bundled(&format!("{name}_TEST.ts")), bundled(&format!("{name}_TRAIN.ts")));
-        for metric in [&["--metric", "dtw"][..], &["--metric", "dtw", "--band", "0"], &["--metric", "twed"]] {
+        let (test, train) = (
+            bundled(&format!("{name}_TEST.ts")),
+            bundled(&format!("{name}_TRAIN.ts")),
+        );
+        for metric in [
+            &["--metric", "dtw"][..],
+            &["--metric", "dtw", "--band", "0"],
+            &["--metric", "twed"],
+        ] {
             let on = |device: &str| {
                 let mut command = timewarp();
-                command.arg("distance").arg(&test).arg(&train).args(metric).args(["--device", device]);
+                command
+                    .arg("distance")
+                    .arg(&test)
+                    .arg(&train)
+                    .args(metric)
+                    .args(["--device", device]);
                 parse_csv::<f64>(&stdout_of(&mut command))
             };
             let (cpu, gpu) = (on("cpu"), on("gpu"));

@@ -28,7 +28,11 @@ fn triangle_numbering_for_large_batches() {
         for i in [0, 1, 2, n / 3, n / 2, n - 3, n - 2, n - 1] {
             let start = i * n - i * i.saturating_sub(1) / 2;
             assert_eq!(triangle_pair(start, n), (i, i), "n = {n}, row {i} start");
-            assert_eq!(triangle_pair(start + (n - 1 - i), n), (i, n - 1), "n = {n}, row {i} end");
+            assert_eq!(
+                triangle_pair(start + (n - 1 - i), n),
+                (i, n - 1),
+                "n = {n}, row {i} end"
+            );
         }
     }
 }
@@ -81,7 +85,11 @@ fn interleaved_rows_equal_contiguous_rows() {
     };
     let dtw = |rows| unsafe { pair_value(&DtwParams { band: 4 }, &series(&a), &series(&b), rows) };
     let twed = |rows| {
-        let params = TwedParams { nu: 0.5, lambda: 0.25, degree: 2.0 };
+        let params = TwedParams {
+            nu: 0.5,
+            lambda: 0.25,
+            degree: 2.0,
+        };
         unsafe { pair_value(&params, &series(&a), &series(&b), rows) }
     };
     for stride in [2, 7, 32] {

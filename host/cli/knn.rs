@@ -56,7 +56,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let backend = args.compute.backend()?;
     // Rows: test series; columns: training series. f32 widens exactly.
     let distances: Array2<f64> = match args.compute.precision {
-        Precision::F32 => compute_matrix::<f32>(&test, Some(&train), metric, backend)?.mapv(f64::from),
+        Precision::F32 => {
+            compute_matrix::<f32>(&test, Some(&train), metric, backend)?.mapv(f64::from)
+        }
         Precision::F64 => compute_matrix::<f64>(&test, Some(&train), metric, backend)?,
     };
     let wrong = distances
@@ -76,7 +78,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
 /// the majority among the `k` nearest, ties as the help describes.
 fn classify<'a, T: Float>(distances: ArrayView1<T>, labels: &'a [String], k: usize) -> &'a str {
     let by_rank = |&i: &usize, &j: &usize| -> Ordering {
-        distances[i].to_f64().total_cmp(&distances[j].to_f64()).then(i.cmp(&j))
+        distances[i]
+            .to_f64()
+            .total_cmp(&distances[j].to_f64())
+            .then(i.cmp(&j))
     };
     let mut order: Vec<usize> = (0..labels.len()).collect();
     order.select_nth_unstable_by(k - 1, by_rank);
@@ -119,10 +124,19 @@ mod tests {
     fn majority_vote_and_class_ties() {
         let train = labels(&["x", "y", "y", "x", "z"]);
         // Nearest three: x (0.1), y (0.2), y (0.3): y has the majority.
-        assert_eq!(classify(array![0.1, 0.2, 0.3, 0.9, 0.8].view(), &train, 3), "y");
+        assert_eq!(
+            classify(array![0.1, 0.2, 0.3, 0.9, 0.8].view(), &train, 3),
+            "y"
+        );
         // Nearest four: x, y, y, x: a tie, and x's best member is nearest.
-        assert_eq!(classify(array![0.1, 0.2, 0.3, 0.4, 0.8].view(), &train, 4), "x");
+        assert_eq!(
+            classify(array![0.1, 0.2, 0.3, 0.4, 0.8].view(), &train, 4),
+            "x"
+        );
         // All five: x 2, y 2, z 1; y's best member (0.05) is nearest.
-        assert_eq!(classify(array![0.1, 0.05, 0.3, 0.4, 0.0].view(), &train, 5), "y");
+        assert_eq!(
+            classify(array![0.1, 0.05, 0.3, 0.4, 0.0].view(), &train, 5),
+            "y"
+        );
     }
 }

@@ -53,7 +53,10 @@ fn cells<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>) -> f64 {
 
 /// `0..n` in consecutive ranges of `size` (the last may be shorter).
 fn row_blocks(n: usize, size: usize) -> Vec<Range<usize>> {
-    (0..n).step_by(size.max(1)).map(|start| start..(start + size).min(n)).collect()
+    (0..n)
+        .step_by(size.max(1))
+        .map(|start| start..(start + size).min(n))
+        .collect()
 }
 
 /// Sample pairs of block `rows`: against all of `b`, or against series
@@ -111,6 +114,7 @@ mod tests {
     use timewarp::{Device, SoftDtw, Twed};
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // A list of one block is meant.
     fn blocks_cover_the_rows() {
         assert_eq!(row_blocks(7, 3), [0..3, 3..6, 6..7]);
         assert_eq!(row_blocks(2, 5), [0..2]);
@@ -124,16 +128,14 @@ mod tests {
         let a = random_normal(11, 9, 2, 1);
         let b = random_normal(5, 7, 2, 2);
         let options = ComputeOptions::on(Device::Cpu);
-        let metrics: [Metric; 2] = [
-            SoftDtw::new(0.5).unwrap().into(),
-            Twed::default().into(),
-        ];
+        let metrics: [Metric; 2] = [SoftDtw::new(0.5).unwrap().into(), Twed::default().into()];
         for metric in metrics {
             for other in [Some(&b), None] {
                 let expected = distance_matrix(&a, other, metric, &options).unwrap();
                 let blocks = row_blocks(a.len(), 3);
                 let mut reported = 0.0;
-                let got = in_blocks(&a, other, metric, &options, &blocks, |c| reported += c).unwrap();
+                let got =
+                    in_blocks(&a, other, metric, &options, &blocks, |c| reported += c).unwrap();
                 assert_eq!(got, expected);
                 let total: f64 = blocks.iter().map(|r| block_cells(&a, other, r)).sum();
                 assert_eq!(reported, total);

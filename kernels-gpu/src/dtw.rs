@@ -1,7 +1,7 @@
 //! Dynamic Time Warping: squared Euclidean local cost, accumulated sum (no
 //! square root), optional Sakoe-Chiba band.
 
-use crate::{Real, Recurrence, Series};
+use crate::{Neighbours, Real, Recurrence, Series};
 
 /// DTW parameters as the kernels receive them.
 #[repr(C)]
@@ -62,9 +62,7 @@ impl<T: Real> Recurrence<T> for DtwParams {
         a: &Series<T>,
         b: &Series<T>,
         j: usize,
-        diag: T,
-        up: T,
-        left: T,
+        Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
         dtw_cell(a.squared_distance(sample, b, j - 1), diag, up, left)
     }

@@ -52,7 +52,11 @@ pub fn triangle_pair(k: u64, n: u64) -> (u64, u64) {
     // Row i starts at i*n - i*(i-1)/2; solve start(i) = k for i.
     let b = 2.0 * n as f64 + 1.0;
     let discriminant = b * b - 8.0 * k as f64;
-    let estimate = (b - sqrt_f64(if discriminant > 0.0 { discriminant } else { 0.0 })) / 2.0;
+    let estimate = (b - sqrt_f64(if discriminant > 0.0 {
+        discriminant
+    } else {
+        0.0
+    })) / 2.0;
     let mut i = if estimate > 0.0 { estimate as u64 } else { 0 };
     if i >= n {
         i = n - 1;

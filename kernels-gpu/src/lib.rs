@@ -14,6 +14,11 @@
     allow(internal_features)
 )]
 
+// The host build uses std's float functions (see `real.rs`); the GPU build
+// has only `core`.
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
 pub mod dtw;
 pub mod launch;
 mod real;
@@ -25,7 +30,7 @@ pub mod twed;
 pub use dtw::DtwParams;
 pub use launch::PairsLaunch;
 pub use real::Real;
-pub use rows::{pair_value, Recurrence, RowPair};
+pub use rows::{pair_value, Neighbours, Recurrence, RowPair};
 pub use series::{Series, SetRef};
 pub use soft_dtw::SoftDtwParams;
 pub use twed::TwedParams;

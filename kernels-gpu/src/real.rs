@@ -1,10 +1,11 @@
 //! The float operations the recurrences need, for `f32` and `f64`, on the
 //! host and on the GPU.
 //!
-//! `core` has `abs`, `min` and `max`; square roots use the compiler intrinsic
-//! on the GPU (one `sqrt.rn` instruction) and `libm` on the host; `exp`, `ln`
-//! and `powf` use `libm` everywhere (there is no libdevice here; LTO inlines
-//! libm into the PTX).
+//! `core` has `abs`, `min` and `max`. On the GPU, square roots use the
+//! compiler intrinsic (one `sqrt.rn` instruction) and `exp`, `ln`, `powf` the
+//! pure-Rust `libm` (there is no libdevice here; LTO inlines it into the PTX).
+//! On the host the crate links `std`, whose versions (the platform's libm)
+//! are several times faster than the pure-Rust ones.
 
 use core::ops::{Add, Div, Mul, Neg, Sub};
 
@@ -35,7 +36,7 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ty, $sqrt_intrinsic:ident, $sqrt:path, $exp:path, $ln:path, $pow:path) => {
+    ($t:ty, $sqrt_intrinsic:ident, $exp:path, $ln:path, $pow:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -64,32 +65,49 @@ macro_rules! impl_real {
             fn max(self, other: Self) -> Self {
                 <$t>::max(self, other)
             }
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn sqrt(self) -> Self {
-                #[cfg(target_arch = "nvptx64")]
-                {
-                    core::intrinsics::$sqrt_intrinsic(self)
-                }
-                #[cfg(not(target_arch = "nvptx64"))]
-                {
-                    $sqrt(self)
-                }
+                core::intrinsics::$sqrt_intrinsic(self)
             }
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn exp(self) -> Self {
                 $exp(self)
             }
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn ln(self) -> Self {
                 $ln(self)
             }
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
             fn powf(self, exponent: Self) -> Self {
                 $pow(self, exponent)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn powf(self, exponent: Self) -> Self {
+                <$t>::powf(self, exponent)
             }
         }
     };
 }
 
-impl_real!(f32, sqrtf32, libm::sqrtf, libm::expf, libm::logf, libm::powf);
-impl_real!(f64, sqrtf64, libm::sqrt, libm::exp, libm::log, libm::pow);
+impl_real!(f32, sqrtf32, libm::expf, libm::logf, libm::powf);
+impl_real!(f64, sqrtf64, libm::exp, libm::log, libm::pow);

@@ -28,6 +28,17 @@ impl<T: Real> RowPair<T> {
     }
 }
 
+/// The three cells a cell's value follows from.
+#[derive(Clone, Copy, Debug)]
+pub struct Neighbours<T> {
+    /// Cell `(i - 1, j - 1)`.
+    pub diag: T,
+    /// Cell `(i - 1, j)`.
+    pub up: T,
+    /// Cell `(i, j - 1)`.
+    pub left: T,
+}
+
 /// A measure's recurrence: how one cell of the cost matrix follows from its
 /// three neighbours. Cells are 1-based: cell `(i, j)` pairs sample `i - 1` of
 /// `a` with sample `j - 1` of `b`; row 0 and column 0 are the boundary
@@ -58,9 +69,7 @@ pub trait Recurrence<T: Real> {
         a: &Series<T>,
         b: &Series<T>,
         j: usize,
-        diag: T,
-        up: T,
-        left: T,
+        neighbours: Neighbours<T>,
     ) -> T;
 }
 
@@ -95,7 +104,7 @@ pub unsafe fn pair_value<T: Real, M: Recurrence<T>>(
         let mut left = T::INFINITY;
         for j in lo..=hi {
             let up = rows.get(previous, j);
-            let value = measure.cell(&row, a, b, j, diag, up, left);
+            let value = measure.cell(&row, a, b, j, Neighbours { diag, up, left });
             rows.set(current, j, value);
             diag = up;
             left = value;

@@ -1,7 +1,7 @@
 //! Soft-DTW (Cuturi & Blondel 2017): DTW with the minimum replaced by the
 //! soft minimum `-gamma * ln(sum(exp(-x / gamma)))`, squared Euclidean cost.
 
-use crate::{Real, Recurrence, Series};
+use crate::{Neighbours, Real, Recurrence, Series};
 
 /// Soft-DTW parameters as the kernels receive them.
 #[repr(C)]
@@ -46,9 +46,7 @@ impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
         a: &Series<T>,
         b: &Series<T>,
         j: usize,
-        diag: T,
-        up: T,
-        left: T,
+        Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
         soft_dtw_cell(
             self.gamma,

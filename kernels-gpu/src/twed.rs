@@ -2,7 +2,7 @@
 //! virtual sample of value 0 at time 0 precedes each series, the norm is
 //! `(sum |u_k - v_k|^p)^(1/p)` with `p = degree`.
 
-use crate::{Real, Recurrence, Series};
+use crate::{Neighbours, Real, Recurrence, Series};
 
 /// TWED parameters as the kernels receive them.
 #[repr(C)]
@@ -121,9 +121,7 @@ impl<T: Real> Recurrence<T> for TwedParams<T> {
         a: &Series<T>,
         b: &Series<T>,
         j: usize,
-        diag: T,
-        up: T,
-        left: T,
+        Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
         let i = row.i;
         let match_cost = lp_distance(self.degree, a, i, b, j)

@@ -29,7 +29,9 @@ pub fn rng(seed: u64) -> StdRng {
 
 /// One random series, `length x dims`, N(0, scale^2).
 pub fn random_series(rng: &mut StdRng, length: usize, dims: usize, scale: f64) -> Array2<f64> {
-    Array2::from_shape_fn((length, dims), |_| scale * rng.sample::<f64, _>(StandardNormal))
+    Array2::from_shape_fn((length, dims), |_| {
+        scale * rng.sample::<f64, _>(StandardNormal)
+    })
 }
 
 /// A batch of random series of the given lengths.
@@ -58,7 +60,13 @@ pub fn with_random_timestamps(rng: &mut StdRng, set: SeriesSet<f64>) -> SeriesSe
 }
 
 /// The oracle's value for one pair.
-pub fn oracle_pair(a: ArrayView2<f64>, ta: &ndarray::Array1<f64>, b: ArrayView2<f64>, tb: &ndarray::Array1<f64>, metric: Metric) -> f64 {
+pub fn oracle_pair(
+    a: ArrayView2<f64>,
+    ta: &ndarray::Array1<f64>,
+    b: ArrayView2<f64>,
+    tb: &ndarray::Array1<f64>,
+    metric: Metric,
+) -> f64 {
     match metric {
         Metric::Dtw(m) => oracle::dtw(a, b, m.band()),
         Metric::SoftDtw(m) => oracle::soft_dtw(a, b, m.gamma()),
@@ -73,7 +81,9 @@ pub fn oracle_pair(a: ArrayView2<f64>, ta: &ndarray::Array1<f64>, b: ArrayView2<
 pub fn error_scale(a: ArrayView2<f64>, b: ArrayView2<f64>, value: f64, metric: Metric) -> f64 {
     match metric {
         Metric::SoftDtw(m) => {
-            oracle::dtw(a, b, None) + m.gamma() * (a.nrows() + b.nrows()) as f64 * 3f64.ln() + value.abs()
+            oracle::dtw(a, b, None)
+                + m.gamma() * (a.nrows() + b.nrows()) as f64 * 3f64.ln()
+                + value.abs()
         }
         _ => value.abs(),
     }
