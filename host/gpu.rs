@@ -18,8 +18,19 @@ mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
 
-/// Oldest compute capability the baseline PTX (`sm_70`) runs on.
-pub const MIN_COMPUTE_CAPABILITY: (i32, i32) = (7, 0);
+/// The target the embedded PTX was built for, e.g. `"sm_70"`.
+pub fn ptx_target() -> &'static str {
+    embedded::PTX_TARGET
+}
+
+/// The oldest compute capability the embedded PTX runs on: `(7, 0)` for `sm_70`.
+pub fn min_compute_capability() -> (i32, i32) {
+    let number: i32 = ptx_target()
+        .trim_start_matches("sm_")
+        .parse()
+        .expect("build.rs checks the sm_NN form");
+    (number / 10, number % 10)
+}
 /// Threads per block of the one-thread-per-pair kernels.
 const THREADS_PER_BLOCK: u32 = 128;
 
@@ -40,13 +51,15 @@ pub struct GpuInfo {
 impl GpuInfo {
     /// Whether timewarp's kernels can run on it, and if not, why.
     pub fn usable(&self) -> std::result::Result<(), String> {
-        if self.compute_capability < MIN_COMPUTE_CAPABILITY {
+        let needed = min_compute_capability();
+        if self.compute_capability < needed {
             Err(format!(
-                "compute capability {}.{} is below the {}.{} the kernels need",
+                "compute capability {}.{} is below the {}.{} the kernels (PTX {}) need",
                 self.compute_capability.0,
                 self.compute_capability.1,
-                MIN_COMPUTE_CAPABILITY.0,
-                MIN_COMPUTE_CAPABILITY.1
+                needed.0,
+                needed.1,
+                ptx_target()
             ))
         } else {
             Ok(())
@@ -92,32 +105,9 @@ pub fn list_gpus() -> std::result::Result<Vec<GpuInfo>, String> {
         .collect()
 }
 
-/// The PTX build for a compute capability: `sm_90` on Hopper and newer,
-/// the `sm_70` baseline elsewhere; `TIMEWARP_PTX=sm_70|sm_90` overrides.
-fn choose_ptx(capability: (i32, i32)) -> std::result::Result<(&'static str, &'static str), String> {
-    let forced = std::env::var("TIMEWARP_PTX").ok();
-    let name = match forced.as_deref() {
-        Some("sm_70") => "sm_70",
-        Some("sm_90") if capability >= (9, 0) => "sm_90",
-        Some(other @ "sm_90") => {
-            return Err(format!("TIMEWARP_PTX={other} needs compute capability 9.0"))
-        }
-        Some(other) => return Err(format!("TIMEWARP_PTX={other}: expected sm_70 or sm_90")),
-        None if capability >= (9, 0) => "sm_90",
-        None => "sm_70",
-    };
-    let ptx = if name == "sm_90" {
-        embedded::PTX_SM_90
-    } else {
-        embedded::PTX_SM_70
-    };
-    Ok((name, ptx))
-}
-
 /// An open GPU: its context, stream and loaded kernels.
 pub struct Gpu {
     info: GpuInfo,
-    ptx_name: &'static str,
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
@@ -147,15 +137,13 @@ impl Gpu {
             .nth(ordinal)
             .ok_or_else(|| "the driver reports no CUDA device".to_string())?;
         info.usable()?;
-        let (ptx_name, ptx) = choose_ptx(info.compute_capability)?;
         let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
         let module = context
-            .load_module(Ptx::from_src(ptx))
+            .load_module(Ptx::from_src(embedded::PTX))
             .map_err(driver_error("loading the PTX"))?;
         let stream = context.default_stream();
         Ok(Gpu {
             info,
-            ptx_name,
             context,
             stream,
             module,
@@ -165,11 +153,6 @@ impl Gpu {
 
     pub fn info(&self) -> &GpuInfo {
         &self.info
-    }
-
-    /// Which PTX build is loaded: `"sm_70"` or `"sm_90"`.
-    pub fn ptx_name(&self) -> &'static str {
-        self.ptx_name
     }
 
     /// Free device memory in bytes, now.

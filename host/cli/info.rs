@@ -8,8 +8,8 @@ pub const EXAMPLES: &str = "\
 Example:
   $ timewarp info
   timewarp 0.1.0
-  kernels: built (PTX sm_70, sm_90), variants: naive
-  GPU 0: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable, PTX sm_90 loaded
+  kernels: built (PTX sm_70), variants: naive
+  GPU 0: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable, kernels loaded
   CPU threads: 16
 
 Without a driver or a GPU it says why (`GPUs: none usable: ...`) and exits 0.";
@@ -18,7 +18,8 @@ pub fn run() -> Result<(), Failure> {
     let mut lines = vec![format!("timewarp {}", env!("CARGO_PKG_VERSION"))];
     lines.push(match gpu::kernels_build_error() {
         None => format!(
-            "kernels: built (PTX sm_70, sm_90), variants: {}",
+            "kernels: built (PTX {}), variants: {}",
+            gpu::ptx_target(),
             GPU_VARIANTS.join(", ")
         ),
         Some(reason) => format!("kernels: not built: {reason}"),
@@ -38,7 +39,7 @@ pub fn run() -> Result<(), Failure> {
 fn gpu_line(info: &GpuInfo) -> String {
     let status = if info.ordinal == 0 {
         match Gpu::get() {
-            Ok(gpu) => format!("usable, PTX {} loaded", gpu.ptx_name()),
+            Ok(_) => "usable, kernels loaded".into(),
             Err(error) => format!("not usable: {}", gpu_unavailable_reason(error)),
         }
     } else {
