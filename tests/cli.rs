@@ -538,7 +538,10 @@ fn expect_failure(command: &mut Command, needles: &[impl AsRef<str>], status: i3
 #[test]
 fn device_gpu_without_a_gpu_is_a_runtime_failure() {
     if timewarp::gpu::Gpu::get().is_ok() {
-        eprintln!("device_gpu_without_a_gpu_is_a_runtime_failure: skipped, there is a GPU");
+        common::skip(
+            "device_gpu_without_a_gpu_is_a_runtime_failure",
+            "there is a GPU",
+        );
         return;
     }
     let mut command = knn(

@@ -185,7 +185,7 @@ fn overflow_is_an_error() {
 #[test]
 fn gpu_requested_without_one() {
     if gpu::Gpu::get().is_ok() {
-        eprintln!("gpu_requested_without_one: skipped, a GPU is present");
+        common::skip("gpu_requested_without_one", "a GPU is present");
         return;
     }
     let set = SeriesSet::from_univariate(array![[0.0, 1.0]].view()).unwrap();

@@ -17,10 +17,18 @@ pub fn gpu_available(test: &str) -> bool {
             if std::env::var("REQUIRE_GPU").is_ok_and(|v| v == "1") {
                 panic!("{test}: REQUIRE_GPU=1 but {reason}");
             }
-            eprintln!("{test}: skipped, {reason}");
+            skip(test, &reason.to_string());
             false
         }
     }
+}
+
+/// Say on the terminal that `test` skipped and why. libtest captures
+/// `eprintln!` of passing tests; the stderr handle itself is not captured,
+/// so this shows in a plain `cargo test`.
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{test}: skipped, {reason}");
 }
 
 pub fn rng(seed: u64) -> StdRng {
