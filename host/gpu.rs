@@ -155,12 +155,6 @@ impl Gpu {
         &self.info
     }
 
-    /// Free device memory in bytes, now.
-    pub fn free_memory(&self) -> Result<usize> {
-        self.context.bind_to_thread().map_err(gpu_error)?;
-        Ok(driver::mem_get_info().map_err(gpu_error)?.0)
-    }
-
     /// Every series of `a` against every series of `b` (or the upper
     /// triangle of `a` against itself) with kernel `<kernel>_<T>`, using at
     /// most `memory_budget` bytes of device memory (default: 3/4 of what is
@@ -328,10 +322,10 @@ fn gpu_error(error: driver::DriverError) -> Error {
 #[derive(Clone, Copy)]
 struct KernelArgument<A>(A);
 
-// SAFETY: only instantiated with `PairsLaunch`, which is `#[repr(C)]`, `Copy`,
-// and laid out identically by the host and the nvptx64 compiler (same field
-// types, 64-bit pointers on both).
-unsafe impl<A: Copy> DeviceRepr for KernelArgument<A> {}
+// SAFETY: `PairsLaunch` is `#[repr(C)]`, `Copy`, and laid out identically by
+// the host and the nvptx64 compiler (same definition, same field types,
+// 64-bit pointers on both).
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PairsLaunch<T, P>> {}
 
 /// A block of series in device memory.
 struct DeviceSet<T> {
