@@ -131,6 +131,10 @@ fn run_kernel_build(
         .arg("--target-dir")
         .arg(target_dir)
         .args(["--", "-C", &format!("target-cpu={cpu}")])
+        // The warp drivers keep a lane's stripe of columns in arrays that
+        // must become registers: that needs their loops fully unrolled, past
+        // LLVM's default size limit (else the arrays go to local memory).
+        .args(["-C", "llvm-args=-unroll-threshold=4000"])
         .arg(format!("--emit=asm={}", ptx.display()))
         .output()
         .map_err(|e| format!("could not run `cargo +nightly`: {e}"))?;

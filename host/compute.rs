@@ -1,7 +1,7 @@
 //! The public entry points: distance matrices on the chosen device, single
 //! distances, and the Soft-DTW gradient.
 
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Variant};
 use crate::{cpu, Error, Float, Metric, Result, SeriesSet};
 use ndarray::{Array2, ArrayView2};
 use timewarp_kernels::{DtwParams, Recurrence, SoftDtwParams, TwedParams};
@@ -25,13 +25,15 @@ pub struct ComputeOptions {
     /// At most this many bytes of device memory (default: 3/4 of what is
     /// free). Larger problems are processed in tiles and chunks.
     pub gpu_memory_budget: Option<usize>,
-    /// The GPU kernel variant, one of [`GPU_VARIANTS`] (default: the first).
+    /// The GPU kernel variant, one of [`GPU_VARIANTS`] (default: chosen
+    /// from the shapes, see [`Variant::choose`]).
     pub gpu_variant: Option<&'static str>,
 }
 
-/// The GPU kernel variants of every measure, best first. `naive`: one thread
-/// per pair, two rolling rows in global memory.
-pub const GPU_VARIANTS: &[&str] = &["naive"];
+/// The GPU kernel variants of every measure (see [`Variant`]): `naive`, one
+/// thread per pair; `warp`, one warp per pair; `tiled`, one long pair at a
+/// time over the whole GPU.
+pub const GPU_VARIANTS: &[&str] = &["naive", "warp", "tiled"];
 
 impl ComputeOptions {
     pub fn on(device: Device) -> Self {
@@ -124,7 +126,8 @@ fn run<T: Float, P: Recurrence<T> + Copy + Sync>(
     match backend {
         Backend::Cpu => Ok(cpu::matrix(a, b, &params)),
         Backend::Gpu(gpu) => gpu.matrix(
-            &format!("{}_{}", metric.name(), gpu_variant(options)?),
+            metric.name(),
+            gpu_variant(options, a, b)?,
             params,
             a,
             b,
@@ -133,13 +136,26 @@ fn run<T: Float, P: Recurrence<T> + Copy + Sync>(
     }
 }
 
-fn gpu_variant(options: &ComputeOptions) -> Result<&'static str> {
+/// The variant asked for, or the one [`Variant::choose`] picks for the shapes.
+fn gpu_variant<T: Float>(
+    options: &ComputeOptions,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+) -> Result<Variant> {
     match options.gpu_variant {
-        None => Ok(GPU_VARIANTS[0]),
-        Some(name) if GPU_VARIANTS.contains(&name) => Ok(name),
-        Some(name) => Err(Error::InvalidInput(format!(
-            "unknown GPU kernel variant {name:?}; expected one of {GPU_VARIANTS:?}"
-        ))),
+        None => {
+            let pairs = match b {
+                Some(b) => a.len() * b.len(),
+                None => a.len() * (a.len() + 1) / 2,
+            };
+            let shortest = a.min_len().min(b.map_or(usize::MAX, |b| b.min_len()));
+            Ok(Variant::choose(pairs, shortest))
+        }
+        Some(name) => Variant::from_name(name).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "unknown GPU kernel variant {name:?}; expected one of {GPU_VARIANTS:?}"
+            ))
+        }),
     }
 }
 

@@ -12,7 +12,8 @@ use ndarray::{s, Array2};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 use timewarp_kernels::launch::tile_pairs;
-use timewarp_kernels::{PairsLaunch, SetRef};
+use timewarp_kernels::warp::{diagonal_tiles, tile_counts, TileGrid, LANES};
+use timewarp_kernels::{PairsLaunch, SetRef, TileLaunch};
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
@@ -31,8 +32,129 @@ pub fn min_compute_capability() -> (i32, i32) {
         .expect("build.rs checks the sm_NN form");
     (number / 10, number % 10)
 }
-/// Threads per block of the one-thread-per-pair kernels.
+/// Threads per block of every kernel (4 warps).
 const THREADS_PER_BLOCK: u32 = 128;
+
+/// The GPU kernel variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// One thread per pair, two rolling rows in global memory.
+    Naive,
+    /// One warp per pair, each lane a stripe of columns in registers, rows
+    /// passed between lanes by shuffles; series wider than a warp's stripes
+    /// in column bands.
+    Warp,
+    /// One long pair at a time: tiles of the matrix, each a warp's block,
+    /// an anti-diagonal of tiles per launch; memory linear in the lengths.
+    Tiled,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 3] = [Variant::Naive, Variant::Warp, Variant::Tiled];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Naive => "naive",
+            Variant::Warp => "warp",
+            Variant::Tiled => "tiled",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// The variant for `pairs` pairs whose shorter series has at least
+    /// `shortest` samples: the tiled kernel for a single long pair, which
+    /// it spreads over the whole GPU, else the warp kernel.
+    pub fn choose(pairs: usize, shortest: usize) -> Variant {
+        if pairs <= TILED_MAX_PAIRS && shortest >= TILED_MIN_LENGTH {
+            Variant::Tiled
+        } else {
+            Variant::Warp
+        }
+    }
+}
+
+/// At most this many pairs go to the tiled kernel by default: it computes
+/// pairs one after the other, while the warp kernel runs them side by side.
+const TILED_MAX_PAIRS: usize = 2;
+/// Pairs shorter than this on one side fill too few tiles to gain from the
+/// tiled kernel.
+const TILED_MIN_LENGTH: usize = 2048;
+
+/// Columns per lane that the warp kernels are instantiated with, for a
+/// measure (kernel prefix) and precision, narrowest first
+/// (`kernels-gpu/src/kernels.rs` instantiates exactly these).
+pub fn warp_stripes(measure: &str, precision: &str) -> &'static [usize] {
+    match (measure, precision) {
+        ("dtw", "f32") => &[1, 4, 16, 32],
+        ("twed", _) => &[1, 4, 8],
+        _ => &[1, 4, 16],
+    }
+}
+
+/// Columns per lane of the tiled kernels, narrowest first.
+pub fn tiled_stripes(measure: &str, precision: &str) -> &'static [usize] {
+    match (measure, precision) {
+        ("twed", _) => &[4, 8],
+        _ => &[4, 16],
+    }
+}
+
+/// The narrowest warp stripe whose 32 lanes cover `columns` columns, or the
+/// widest (the series then runs in column bands).
+fn warp_stripe(measure: &str, precision: &str, columns: usize) -> usize {
+    let stripes = warp_stripes(measure, precision);
+    stripes
+        .iter()
+        .copied()
+        .find(|&s| LANES * s >= columns)
+        .unwrap_or(stripes[stripes.len() - 1])
+}
+
+/// The tiled kernel's stripe for `columns` columns: the widest that still
+/// gives 512 tiles side by side (so every SM gets several), else the
+/// narrowest.
+fn tiled_stripe(measure: &str, precision: &str, columns: usize) -> usize {
+    let stripes = tiled_stripes(measure, precision);
+    stripes
+        .iter()
+        .rev()
+        .copied()
+        .find(|&s| columns / (LANES * s) >= 512)
+        .unwrap_or(stripes[0])
+}
+
+/// Rows of a tile of the tiled kernel with `stripe` columns per lane:
+/// square tiles, and at least 256 rows so the wavefront's fill and drain
+/// (31 steps) stay small.
+fn tile_rows(stripe: usize) -> usize {
+    (LANES * stripe).max(256)
+}
+
+/// Every entry point the host may launch, for checking that the embedded
+/// PTX has them all.
+pub fn kernel_names() -> Vec<String> {
+    let mut names = Vec::new();
+    for measure in ["dtw", "soft_dtw", "twed"] {
+        for precision in ["f32", "f64"] {
+            names.push(format!("{measure}_naive_{precision}"));
+            for s in warp_stripes(measure, precision) {
+                names.push(format!("{measure}_warp{s}_{precision}"));
+            }
+            for s in tiled_stripes(measure, precision) {
+                names.push(format!("{measure}_tiled{s}_{precision}"));
+            }
+        }
+    }
+    names
+}
+
+/// The embedded PTX (empty when the build has no kernels).
+pub fn ptx() -> &'static str {
+    embedded::PTX
+}
 
 /// Why this build has no GPU kernels, if it has none.
 pub fn kernels_build_error() -> Option<&'static str> {
@@ -156,12 +278,14 @@ impl Gpu {
     }
 
     /// Every series of `a` against every series of `b` (or the upper
-    /// triangle of `a` against itself) with kernel `<kernel>_<T>`, using at
-    /// most `memory_budget` bytes of device memory (default: 3/4 of what is
+    /// triangle of `a` against itself) with the kernels of `measure` (the
+    /// kernel prefix, e.g. `dtw`), variant `variant`, using at most
+    /// `memory_budget` bytes of device memory (default: 3/4 of what is
     /// free), in as many tiles and launches as that takes.
     pub(crate) fn matrix<T: Float, P: Copy>(
         &self,
-        kernel: &str,
+        measure: &str,
+        variant: Variant,
         params: P,
         a: &SeriesSet<T>,
         b: Option<&SeriesSet<T>>,
@@ -172,14 +296,13 @@ impl Gpu {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.context.bind_to_thread().map_err(gpu_error)?;
-        let function = self
-            .module
-            .load_function(&format!("{kernel}_{}", T::NAME))
-            .map_err(gpu_error)?;
         let budget = match memory_budget {
             Some(bytes) => bytes,
             None => driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3,
         };
+        if variant == Variant::Tiled {
+            return self.pairs_one_by_one(measure, params, a, b, budget);
+        }
         let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
         let triangle_matrix = b.is_none();
         let b = b.unwrap_or(a);
@@ -198,8 +321,10 @@ impl Gpu {
                     b_upload = self.upload(&b.slice(columns.clone()))?;
                     &b_upload
                 };
+                let kernel =
+                    self.pair_kernel::<T>(measure, variant, a_block.max_len, b_block.max_len)?;
                 let tile = self.tile(
-                    &function,
+                    &kernel,
                     params,
                     &a_block,
                     b_block,
@@ -217,11 +342,48 @@ impl Gpu {
         Ok(out)
     }
 
+    /// The naive or warp kernel for pairs of series up to `a_len` and
+    /// `b_len` samples, and how to launch it.
+    fn pair_kernel<T: Float>(
+        &self,
+        measure: &str,
+        variant: Variant,
+        a_len: usize,
+        b_len: usize,
+    ) -> Result<PairKernel> {
+        let row_len = a_len.max(b_len) + 1;
+        let (name, threads_per_pair, workspace_per_pair) = match variant {
+            Variant::Naive => (format!("{measure}_naive_{}", T::NAME), 1, 2 * row_len),
+            _ => {
+                let stripe = warp_stripe(measure, T::NAME, b_len);
+                let bands = b_len.div_ceil(LANES * stripe);
+                let workspace = if bands > 1 { row_len } else { 0 };
+                (
+                    format!("{measure}_warp{stripe}_{}", T::NAME),
+                    LANES,
+                    workspace,
+                )
+            }
+        };
+        Ok(PairKernel {
+            function: self.function(&name)?,
+            threads_per_pair: threads_per_pair as u32,
+            row_len,
+            workspace_per_pair,
+        })
+    }
+
+    fn function(&self, name: &str) -> Result<CudaFunction> {
+        self.module
+            .load_function(name)
+            .map_err(|e| Error::Gpu(format!("kernel {name}: {e}")))
+    }
+
     /// One tile: all pairs of two uploaded blocks, in launches whose
     /// workspace fits `workspace_bytes`.
     fn tile<T: Float, P: Copy>(
         &self,
-        function: &CudaFunction,
+        kernel: &PairKernel,
         params: P,
         a: &DeviceSet<T>,
         b: &DeviceSet<T>,
@@ -230,23 +392,31 @@ impl Gpu {
     ) -> Result<Array2<T>> {
         let stream = &self.stream;
         let pairs = tile_pairs(a.count as u64, b.count as u64, triangle);
-        let row_len = b.max_len + 1;
-        let bytes_per_pair = 2 * row_len * std::mem::size_of::<T>();
+        let bytes_per_pair = kernel.workspace_per_pair * std::mem::size_of::<T>();
         if bytes_per_pair > workspace_bytes {
             return Err(Error::Gpu(format!(
                 "a series of {} samples needs {bytes_per_pair} bytes of workspace, over the {workspace_bytes} available",
-                b.max_len
+                a.max_len.max(b.max_len)
             )));
         }
-        let chunk = pairs.min((workspace_bytes / bytes_per_pair) as u64);
+        let chunk = match bytes_per_pair {
+            0 => pairs,
+            bytes => pairs.min((workspace_bytes / bytes) as u64),
+        };
         let mut out = stream
             .alloc_zeros::<T>(a.count * b.count)
             .map_err(gpu_error)?;
-        let workspace = stream
-            .alloc_zeros::<T>(chunk as usize * 2 * row_len)
-            .map_err(gpu_error)?;
+        let workspace = match kernel.workspace_per_pair {
+            0 => None,
+            values => Some(
+                stream
+                    .alloc_zeros::<T>(chunk as usize * values)
+                    .map_err(gpu_error)?,
+            ),
+        };
         let out_ptr = poison(stream, &mut out)?;
-        let (workspace_ptr, _) = workspace.device_ptr(stream);
+        let workspace_ptr = workspace.as_ref().map_or(0, |w| w.device_ptr(stream).0);
+        let pairs_per_block = (THREADS_PER_BLOCK / kernel.threads_per_pair) as u64;
         let mut first_pair = 0;
         while first_pair < pairs {
             let pair_count = chunk.min(pairs - first_pair);
@@ -256,31 +426,144 @@ impl Gpu {
                 params,
                 out: out_ptr as *mut T,
                 workspace: workspace_ptr as *mut T,
-                row_len: row_len as u64,
+                row_len: kernel.row_len as u64,
                 first_pair,
                 pair_count,
                 triangle: triangle as u32,
             };
-            let config = LaunchConfig {
-                grid_dim: (pair_count.div_ceil(THREADS_PER_BLOCK as u64) as u32, 1, 1),
-                block_dim: (THREADS_PER_BLOCK, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            let argument = KernelArgument(launch);
+            let blocks = pair_count.div_ceil(pairs_per_block) as u32;
             // SAFETY: the launch's pointers are live device allocations of the
             // sizes its fields promise (uploaded blocks, `out` of a.count x
-            // b.count, a workspace of `chunk` pairs >= pair_count).
-            unsafe {
-                stream
-                    .launch_builder(function)
-                    .arg(&argument)
-                    .launch(config)
-            }
-            .map_err(gpu_error)?;
+            // b.count, a workspace of `chunk` pairs >= pair_count, or none
+            // when the kernel needs none).
+            unsafe { self.launch(&kernel.function, blocks, launch) }?;
             first_pair += pair_count;
         }
         let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
         Ok(Array2::from_shape_vec((a.count, b.count), values).expect("tile shape"))
+    }
+
+    /// Launches `function` on `blocks` blocks of [`THREADS_PER_BLOCK`] with
+    /// `argument` as its one parameter.
+    ///
+    /// # Safety
+    /// `argument` is the kernel's parameter type and its pointers are valid.
+    unsafe fn launch<A: Copy>(
+        &self,
+        function: &CudaFunction,
+        blocks: u32,
+        argument: A,
+    ) -> Result<()>
+    where
+        KernelArgument<A>: DeviceRepr,
+    {
+        let config = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (THREADS_PER_BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let argument = KernelArgument(argument);
+        self.stream
+            .launch_builder(function)
+            .arg(&argument)
+            .launch(config)
+            .map(|_| ())
+            .map_err(gpu_error)
+    }
+
+    /// Every pair of `a` and `b` (or the upper triangle of `a`) with the
+    /// tiled long-pair kernel, one pair after the other.
+    fn pairs_one_by_one<T: Float, P: Copy>(
+        &self,
+        measure: &str,
+        params: P,
+        a: &SeriesSet<T>,
+        b: Option<&SeriesSet<T>>,
+        budget: usize,
+    ) -> Result<Array2<T>> {
+        let triangle = b.is_none();
+        let b = b.unwrap_or(a);
+        let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
+        for i in 0..a.len() {
+            for j in if triangle { i } else { 0 }..b.len() {
+                let value = self.long_pair(
+                    measure,
+                    params,
+                    &a.slice(i..i + 1),
+                    &b.slice(j..j + 1),
+                    budget,
+                )?;
+                out[[i, j]] = value;
+                if triangle {
+                    out[[j, i]] = value;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One pair (the single series of `a` against that of `b`) with the
+    /// tiled kernel: the anti-diagonals of tiles in order, one launch each.
+    /// Device memory is linear in the lengths; a pair that does not fit the
+    /// budget is an error before anything is allocated.
+    fn long_pair<T: Float, P: Copy>(
+        &self,
+        measure: &str,
+        params: P,
+        a: &SeriesSet<T>,
+        b: &SeriesSet<T>,
+        budget: usize,
+    ) -> Result<T> {
+        let (n, m) = (a.max_len(), b.max_len());
+        let stripe = tiled_stripe(measure, T::NAME, m);
+        let tile_rows = tile_rows(stripe);
+        let (tiles_down, tiles_across) = tile_counts(n, m, tile_rows, LANES * stripe);
+        let bytes = long_pair_bytes::<T>(a, b, tiles_down);
+        if bytes > budget {
+            return Err(Error::Gpu(format!(
+                "a pair of {n} x {m} samples needs {bytes} bytes of device memory, over the {budget} available"
+            )));
+        }
+        let function = self.function(&format!("{measure}_tiled{stripe}_{}", T::NAME))?;
+        let stream = &self.stream;
+        let (a_set, b_set) = (self.upload(a)?, self.upload(b)?);
+        let border = |len: usize| {
+            stream
+                .clone_htod(&vec![T::INFINITY; len])
+                .map_err(gpu_error)
+        };
+        let rows = border(m + 1)?;
+        let cols = border(n + 1)?;
+        let mut corners = vec![T::INFINITY; tiles_down];
+        corners[0] = T::ZERO;
+        let corners = stream.clone_htod(&corners).map_err(gpu_error)?;
+        let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+        let out_ptr = poison(stream, &mut out)?;
+        let grid = TileGrid {
+            rows: rows.device_ptr(stream).0 as *mut T,
+            cols: cols.device_ptr(stream).0 as *mut T,
+            corners: corners.device_ptr(stream).0 as *mut T,
+            tile_rows: tile_rows as u64,
+        };
+        let warps_per_block = THREADS_PER_BLOCK as usize / LANES;
+        for diagonal in 0..tiles_down + tiles_across - 1 {
+            let (first, last) = diagonal_tiles(diagonal, tiles_down, tiles_across);
+            let launch = TileLaunch {
+                a: a_set.set_ref(stream),
+                b: b_set.set_ref(stream),
+                params,
+                grid,
+                out: out_ptr as *mut T,
+                diagonal: diagonal as u64,
+            };
+            let blocks = (last - first + 1).div_ceil(warps_per_block) as u32;
+            // SAFETY: the borders hold m + 1, n + 1 and tiles_down values,
+            // `out` one; the series are uploaded; launches on one stream run
+            // in order, so every earlier anti-diagonal is done.
+            unsafe { self.launch(&function, blocks, launch) }?;
+        }
+        let value = stream.clone_dtoh(&out).map_err(gpu_error)?;
+        Ok(value[0])
     }
 
     fn upload<T: Float>(&self, set: &SeriesSet<T>) -> Result<DeviceSet<T>> {
@@ -322,10 +605,34 @@ fn gpu_error(error: driver::DriverError) -> Error {
 #[derive(Clone, Copy)]
 struct KernelArgument<A>(A);
 
-// SAFETY: `PairsLaunch` is `#[repr(C)]`, `Copy`, and laid out identically by
-// the host and the nvptx64 compiler (same definition, same field types,
-// 64-bit pointers on both).
+// SAFETY: `PairsLaunch` and `TileLaunch` are `#[repr(C)]`, `Copy`, and laid
+// out identically by the host and the nvptx64 compiler (same definition,
+// same field types, 64-bit pointers on both).
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PairsLaunch<T, P>> {}
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
+
+/// A loaded naive or warp kernel and what its launches need.
+struct PairKernel {
+    function: CudaFunction,
+    /// 1 (naive) or a warp.
+    threads_per_pair: u32,
+    /// `PairsLaunch::row_len`.
+    row_len: usize,
+    /// Workspace values per pair; 0 for none.
+    workspace_per_pair: usize,
+}
+
+/// Device memory of one pair in the tiled kernel: both series (and their
+/// timestamps and offsets) and the tile borders.
+fn long_pair_bytes<T: Float>(a: &SeriesSet<T>, b: &SeriesSet<T>, tiles_down: usize) -> usize {
+    let series = |s: &SeriesSet<T>| {
+        let samples = s.total_samples();
+        let times = if s.has_timestamps() { samples } else { 0 };
+        (samples * s.dims() + times) * std::mem::size_of::<T>() + 2 * std::mem::size_of::<u64>()
+    };
+    let borders = a.max_len() + b.max_len() + 2 + tiles_down + 1;
+    series(a) + series(b) + borders * std::mem::size_of::<T>()
+}
 
 /// A block of series in device memory.
 struct DeviceSet<T> {

@@ -149,6 +149,14 @@ impl<T: Float> SeriesSet<T> {
             .unwrap_or(0)
     }
 
+    /// The shortest series' length.
+    pub fn min_len(&self) -> usize {
+        (0..self.len())
+            .map(|k| self.series_len(k))
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Total number of samples of all series.
     pub fn total_samples(&self) -> usize {
         *self.offsets.last().unwrap() as usize

@@ -1,7 +1,7 @@
 //! Dynamic Time Warping: squared Euclidean local cost, accumulated sum (no
 //! square root), optional Sakoe-Chiba band.
 
-use crate::{Neighbours, Real, Recurrence, Series};
+use crate::{Neighbours, Real, Recurrence, Sample, Series};
 
 /// DTW parameters as the kernels receive them.
 #[repr(C)]
@@ -39,7 +39,13 @@ pub fn dtw_cell<T: Real>(cost: T, diag: T, up: T, left: T) -> T {
 }
 
 impl<T: Real> Recurrence<T> for DtwParams {
-    type Row = usize;
+    type Row = Sample<T>;
+    type Column = Sample<T>;
+
+    #[inline(always)]
+    fn banded(&self) -> bool {
+        self.band != Self::NO_BAND
+    }
 
     #[inline(always)]
     fn columns(&self, i: usize, n: usize, m: usize) -> (usize, usize) {
@@ -51,19 +57,24 @@ impl<T: Real> Recurrence<T> for DtwParams {
     }
 
     #[inline(always)]
-    unsafe fn row(&self, _a: &Series<T>, i: usize) -> usize {
-        i - 1
+    unsafe fn row(&self, a: &Series<T>, i: usize) -> Sample<T> {
+        a.sample(i - 1)
+    }
+
+    #[inline(always)]
+    unsafe fn column(&self, b: &Series<T>, j: usize) -> Sample<T> {
+        b.sample(j - 1)
     }
 
     #[inline(always)]
     unsafe fn cell(
         &self,
-        &sample: &usize,
+        row: &Sample<T>,
+        column: &Sample<T>,
         a: &Series<T>,
         b: &Series<T>,
-        j: usize,
         Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
-        dtw_cell(a.squared_distance(sample, b, j - 1), diag, up, left)
+        dtw_cell(a.squared_distance_of(row, b, column), diag, up, left)
     }
 }

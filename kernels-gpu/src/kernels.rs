@@ -1,9 +1,10 @@
 //! Kernel entry points (GPU build only). Each is a one-line instantiation of
-//! a generic body for one measure and precision; names follow
-//! `<measure>_<variant>_<precision>`, which the host's launcher spells the
-//! same way.
+//! a generic driver for one measure, precision and (for the warp drivers)
+//! stripe width; names follow `<measure>_<variant>[<stripe>]_<precision>`,
+//! which the host's launcher spells the same way.
 
-use crate::{DtwParams, PairsLaunch, SoftDtwParams, TwedParams};
+use crate::warp::{Warp, LANES};
+use crate::{DtwParams, PairsLaunch, Real, SoftDtwParams, TileLaunch, TwedParams};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
 
 /// Global index of the calling thread in a 1-D launch.
@@ -12,8 +13,63 @@ unsafe fn global_thread() -> u64 {
     _block_idx_x() as u64 * _block_dim_x() as u64 + _thread_idx_x() as u64
 }
 
-/// Instantiates the one-thread-per-pair ("naive") kernel: each thread
-/// computes a whole pair with two rolling rows in global memory.
+/// Global index of the calling warp in a 1-D launch (blocks are whole warps).
+#[inline(always)]
+unsafe fn global_warp() -> u64 {
+    global_thread() / LANES as u64
+}
+
+extern "C" {
+    #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
+    fn shfl_up_i32(mask: u32, value: i32, delta: u32, clamp: u32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn shfl_idx_i32(mask: u32, value: i32, lane: u32, clamp: u32) -> i32;
+}
+
+/// All 32 lanes take part in every shuffle.
+const FULL_MASK: u32 = u32::MAX;
+
+/// The hardware warp: exchanges are `shfl.sync` instructions, one per 32
+/// bits of the value.
+struct GpuWarp;
+
+/// Moves `value` through `shuffle`, 32 bits at a time.
+#[inline(always)]
+unsafe fn shuffle_words<T: Real>(value: T, shuffle: impl Fn(i32) -> i32) -> T {
+    let bits = value.to_bits();
+    let low = shuffle(bits as u32 as i32) as u32 as u64;
+    if core::mem::size_of::<T>() == 4 {
+        T::from_bits(low)
+    } else {
+        let high = shuffle((bits >> 32) as u32 as i32) as u32 as u64;
+        T::from_bits(low | high << 32)
+    }
+}
+
+impl Warp for GpuWarp {
+    const LANES: usize = LANES;
+
+    #[inline(always)]
+    fn lane(&self) -> usize {
+        // SAFETY: reads a special register.
+        unsafe { _thread_idx_x() as usize % LANES }
+    }
+
+    #[inline(always)]
+    unsafe fn shuffle_up<T: Real>(&self, value: T) -> T {
+        // Clamp 0: lane 0 keeps its own value.
+        shuffle_words(value, |word| shfl_up_i32(FULL_MASK, word, 1, 0))
+    }
+
+    #[inline(always)]
+    unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T {
+        shuffle_words(value, |word| {
+            shfl_idx_i32(FULL_MASK, word, source as u32, LANES as u32 - 1)
+        })
+    }
+}
+
+/// One thread per pair, two rolling rows in global memory.
 macro_rules! naive_kernel {
     ($name:ident, $t:ty, $params:ty) => {
         #[no_mangle]
@@ -26,12 +82,69 @@ macro_rules! naive_kernel {
     };
 }
 
+/// One warp per pair, `$stripe` columns per lane in registers.
+macro_rules! warp_kernel {
+    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+        }
+    };
+}
+
+/// One anti-diagonal of tiles of a long pair, one warp per tile, `$stripe`
+/// columns per lane.
+macro_rules! tiled_kernel {
+    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: TileLaunch<$t, $params>) {
+            launch.run_tile::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+        }
+    };
+}
+
 naive_kernel!(dtw_naive_f32, f32, DtwParams);
 naive_kernel!(dtw_naive_f64, f64, DtwParams);
 naive_kernel!(soft_dtw_naive_f32, f32, SoftDtwParams<f32>);
 naive_kernel!(soft_dtw_naive_f64, f64, SoftDtwParams<f64>);
 naive_kernel!(twed_naive_f32, f32, TwedParams<f32>);
 naive_kernel!(twed_naive_f64, f64, TwedParams<f64>);
+
+// The stripes instantiated here are the host's `gpu::WARP_STRIPES`; the
+// widest of each list is the widest whose registers do not spill.
+warp_kernel!(dtw_warp1_f32, f32, DtwParams, 1);
+warp_kernel!(dtw_warp4_f32, f32, DtwParams, 4);
+warp_kernel!(dtw_warp16_f32, f32, DtwParams, 16);
+warp_kernel!(dtw_warp32_f32, f32, DtwParams, 32);
+warp_kernel!(dtw_warp1_f64, f64, DtwParams, 1);
+warp_kernel!(dtw_warp4_f64, f64, DtwParams, 4);
+warp_kernel!(dtw_warp16_f64, f64, DtwParams, 16);
+warp_kernel!(soft_dtw_warp1_f32, f32, SoftDtwParams<f32>, 1);
+warp_kernel!(soft_dtw_warp4_f32, f32, SoftDtwParams<f32>, 4);
+warp_kernel!(soft_dtw_warp16_f32, f32, SoftDtwParams<f32>, 16);
+warp_kernel!(soft_dtw_warp1_f64, f64, SoftDtwParams<f64>, 1);
+warp_kernel!(soft_dtw_warp4_f64, f64, SoftDtwParams<f64>, 4);
+warp_kernel!(soft_dtw_warp16_f64, f64, SoftDtwParams<f64>, 16);
+warp_kernel!(twed_warp1_f32, f32, TwedParams<f32>, 1);
+warp_kernel!(twed_warp4_f32, f32, TwedParams<f32>, 4);
+warp_kernel!(twed_warp8_f32, f32, TwedParams<f32>, 8);
+warp_kernel!(twed_warp1_f64, f64, TwedParams<f64>, 1);
+warp_kernel!(twed_warp4_f64, f64, TwedParams<f64>, 4);
+warp_kernel!(twed_warp8_f64, f64, TwedParams<f64>, 8);
+
+// The stripes instantiated here are the host's `gpu::TILED_STRIPES`.
+tiled_kernel!(dtw_tiled4_f32, f32, DtwParams, 4);
+tiled_kernel!(dtw_tiled16_f32, f32, DtwParams, 16);
+tiled_kernel!(dtw_tiled4_f64, f64, DtwParams, 4);
+tiled_kernel!(dtw_tiled16_f64, f64, DtwParams, 16);
+tiled_kernel!(soft_dtw_tiled4_f32, f32, SoftDtwParams<f32>, 4);
+tiled_kernel!(soft_dtw_tiled16_f32, f32, SoftDtwParams<f32>, 16);
+tiled_kernel!(soft_dtw_tiled4_f64, f64, SoftDtwParams<f64>, 4);
+tiled_kernel!(soft_dtw_tiled16_f64, f64, SoftDtwParams<f64>, 16);
+tiled_kernel!(twed_tiled4_f32, f32, TwedParams<f32>, 4);
+tiled_kernel!(twed_tiled8_f32, f32, TwedParams<f32>, 8);
+tiled_kernel!(twed_tiled4_f64, f64, TwedParams<f64>, 4);
+tiled_kernel!(twed_tiled8_f64, f64, TwedParams<f64>, 8);
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

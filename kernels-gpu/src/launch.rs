@@ -1,6 +1,7 @@
 //! Launch parameters shared by host and device, and the mapping from a
 //! thread's pair number to the pair of series it computes.
 
+use crate::warp::{diagonal_tiles, tile_counts, warp_pair, warp_tile, TileGrid, Warp};
 use crate::{pair_value, Real, Recurrence, RowPair, SetRef};
 
 /// Everything a pairwise kernel needs, passed by value as its one parameter.
@@ -17,10 +18,13 @@ pub struct PairsLaunch<T, P> {
     pub params: P,
     /// Row-major `a.count x b.count` output.
     pub out: *mut T,
-    /// Two rows of `row_len` values for each of the `pair_count` pairs,
-    /// interleaved: element `k` of row `r` of pair `p` at `(r * row_len + k) * pair_count + p`.
+    /// The naive kernel: two rows of `row_len` values for each of the
+    /// `pair_count` pairs, interleaved: element `k` of row `r` of pair `p` at
+    /// `(r * row_len + k) * pair_count + p`. The warp kernel: `row_len`
+    /// values for each pair, one after the other (the border column between
+    /// its column bands), or null when no series of `b` needs more than one band.
     pub workspace: *mut T,
-    /// At least the longest series of `b` plus one.
+    /// At least the longest series of `a` and of `b`, plus one.
     pub row_len: u64,
     pub first_pair: u64,
     pub pair_count: u64,
@@ -104,10 +108,98 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
             stride: self.pair_count as usize,
         };
         let value = pair_value(&self.params, &a, &b, rows);
+        self.write(i, j, value);
+    }
+
+    /// Compute pair `index` of the launch with the warp driver, `S` columns
+    /// per lane, and write its value to the output: one warp's whole job in
+    /// the warp kernels. Warps past the launch's pairs return at once.
+    ///
+    /// # Safety
+    /// All lanes of the warp call it together; pointers valid as documented.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_warp<W: Warp, const S: usize>(&self, warp: &W, index: u64) {
+        if index >= self.pair_count {
+            return;
+        }
+        let (i, j) = self.pair(index);
+        let a = self.a.series(i as usize);
+        let b = self.b.series(j as usize);
+        let border = if self.workspace.is_null() {
+            self.workspace
+        } else {
+            self.workspace.add(index as usize * self.row_len as usize)
+        };
+        let value = warp_pair::<T, P, W, S>(warp, &self.params, &a, &b, border);
+        if warp.lane() == 0 {
+            self.write(i, j, value);
+        }
+    }
+
+    /// Store the value of pair `(i, j)`, and of `(j, i)` in a triangle.
+    #[inline(always)]
+    unsafe fn write(&self, i: u64, j: u64, value: T) {
         let columns = self.b.count as usize;
         *self.out.add(i as usize * columns + j as usize) = value;
         if self.triangle != 0 && i != j {
             *self.out.add(j as usize * columns + i as usize) = value;
+        }
+    }
+}
+
+/// Everything a launch of the tiled long-pair kernel needs: one
+/// anti-diagonal of tiles of the pair `a.series(0)`, `b.series(0)`, a tile
+/// per warp.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TileLaunch<T, P> {
+    pub a: SetRef<T>,
+    pub b: SetRef<T>,
+    pub params: P,
+    pub grid: TileGrid<T>,
+    /// Where the last tile writes the pair's value.
+    pub out: *mut T,
+    pub diagonal: u64,
+}
+
+impl<T: Real, P: Recurrence<T>> TileLaunch<T, P> {
+    /// The tile rows on this launch's anti-diagonal, `first..=last`, for
+    /// tiles `tile_cols` wide.
+    #[inline(always)]
+    pub fn tiles(&self, n: usize, m: usize, tile_cols: usize) -> (usize, usize) {
+        let (rows, cols) = tile_counts(n, m, self.grid.tile_rows as usize, tile_cols);
+        diagonal_tiles(self.diagonal as usize, rows, cols)
+    }
+
+    /// Compute tile `index` of the launch's anti-diagonal with the warp
+    /// driver, `S` columns per lane. Warps past the diagonal's tiles return
+    /// at once.
+    ///
+    /// # Safety
+    /// All lanes of the warp call it together; every earlier anti-diagonal
+    /// is done; pointers valid as documented.
+    #[inline(always)]
+    pub unsafe fn run_tile<W: Warp, const S: usize>(&self, warp: &W, index: u64) {
+        let a = self.a.series(0);
+        let b = self.b.series(0);
+        let (first, last) = self.tiles(a.len, b.len, W::LANES * S);
+        let tile_row = first + index as usize;
+        if tile_row > last {
+            return;
+        }
+        let value = warp_tile::<T, P, W, S>(
+            warp,
+            &self.params,
+            &a,
+            &b,
+            &self.grid,
+            self.diagonal as usize,
+            tile_row,
+        );
+        if let Some(value) = value {
+            if warp.lane() == 0 {
+                *self.out = value;
+            }
         }
     }
 }

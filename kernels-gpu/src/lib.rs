@@ -10,7 +10,7 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, core_intrinsics),
+    feature(abi_ptx, stdarch_nvptx, core_intrinsics, link_llvm_intrinsics),
     allow(internal_features)
 )]
 
@@ -26,12 +26,13 @@ pub mod rows;
 mod series;
 pub mod soft_dtw;
 pub mod twed;
+pub mod warp;
 
 pub use dtw::DtwParams;
-pub use launch::PairsLaunch;
+pub use launch::{PairsLaunch, TileLaunch};
 pub use real::Real;
 pub use rows::{pair_value, Neighbours, Recurrence, RowPair};
-pub use series::{Series, SetRef};
+pub use series::{Sample, Series, SetRef};
 pub use soft_dtw::SoftDtwParams;
 pub use twed::TwedParams;
 

@@ -26,6 +26,9 @@ pub trait Real:
     fn from_f64(value: f64) -> Self;
     fn from_index(index: usize) -> Self;
     fn to_f64(self) -> f64;
+    /// The value's bits, zero-extended (warp shuffles move them in 32-bit words).
+    fn to_bits(self) -> u64;
+    fn from_bits(bits: u64) -> Self;
     fn abs(self) -> Self;
     fn min(self, other: Self) -> Self;
     fn max(self, other: Self) -> Self;
@@ -52,6 +55,14 @@ macro_rules! impl_real {
             #[inline(always)]
             fn to_f64(self) -> f64 {
                 self as f64
+            }
+            #[inline(always)]
+            fn to_bits(self) -> u64 {
+                <$t>::to_bits(self) as u64
+            }
+            #[inline(always)]
+            fn from_bits(bits: u64) -> Self {
+                <$t>::from_bits(bits as _)
             }
             #[inline(always)]
             fn abs(self) -> Self {

@@ -43,9 +43,24 @@ pub struct Neighbours<T> {
 /// three neighbours. Cells are 1-based: cell `(i, j)` pairs sample `i - 1` of
 /// `a` with sample `j - 1` of `b`; row 0 and column 0 are the boundary
 /// (`0` at `(0, 0)`, infinity elsewhere).
+///
+/// What a cell needs of its row and of its column alone is computed once per
+/// row ([`Recurrence::row`]) and once per column ([`Recurrence::column`]), so
+/// that every driver can keep it where it is cheapest: the row driver
+/// recomputes a column per cell, the warp driver holds a lane's columns in
+/// registers for a whole block of rows.
 pub trait Recurrence<T: Real> {
     /// What a row computes once for all its cells.
-    type Row;
+    type Row: Copy;
+    /// What a column computes once for all its cells.
+    type Column: Copy;
+
+    /// Whether [`Recurrence::columns`] may exclude columns (a band); drivers
+    /// skip the per-cell band test when it cannot.
+    #[inline(always)]
+    fn banded(&self) -> bool {
+        false
+    }
 
     /// The columns `lo..=hi` of row `i` that the measure allows (a band);
     /// cells outside are infinite. `hi` may grow by at most 1 from row to row
@@ -59,16 +74,21 @@ pub trait Recurrence<T: Real> {
     /// `1 <= i <= a.len`.
     unsafe fn row(&self, a: &Series<T>, i: usize) -> Self::Row;
 
-    /// The value of cell `(i, j)` from its diagonal, upper and left neighbours.
+    /// # Safety
+    /// `1 <= j <= b.len`.
+    unsafe fn column(&self, b: &Series<T>, j: usize) -> Self::Column;
+
+    /// The value of the cell of `row` and `column` from its diagonal, upper
+    /// and left neighbours.
     ///
     /// # Safety
-    /// `1 <= i <= a.len`, `1 <= j <= b.len`.
+    /// `row` and `column` were computed from `a` and `b`.
     unsafe fn cell(
         &self,
         row: &Self::Row,
+        column: &Self::Column,
         a: &Series<T>,
         b: &Series<T>,
-        j: usize,
         neighbours: Neighbours<T>,
     ) -> T;
 }
@@ -104,7 +124,8 @@ pub unsafe fn pair_value<T: Real, M: Recurrence<T>>(
         let mut left = T::INFINITY;
         for j in lo..=hi {
             let up = rows.get(previous, j);
-            let value = measure.cell(&row, a, b, j, Neighbours { diag, up, left });
+            let column = measure.column(b, j);
+            let value = measure.cell(&row, &column, a, b, Neighbours { diag, up, left });
             rows.set(current, j, value);
             diag = up;
             left = value;

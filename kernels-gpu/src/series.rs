@@ -95,3 +95,41 @@ impl<T: Real> Series<T> {
         sum
     }
 }
+
+/// A sample as the DTW-family cell updates see it: its 0-based index, and
+/// its first value, which is the whole sample of a univariate series and
+/// can then live in a register.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample<T> {
+    pub index: usize,
+    pub first: T,
+}
+
+impl<T: Real> Series<T> {
+    /// Sample `t` (0-based) as a [`Sample`].
+    ///
+    /// # Safety
+    /// `t < len`.
+    #[inline(always)]
+    pub unsafe fn sample(&self, t: usize) -> Sample<T> {
+        Sample {
+            index: t,
+            first: self.value(t, 0),
+        }
+    }
+
+    /// Squared Euclidean distance between sample `s` of `self` and sample
+    /// `t` of `other`, from the registers when the series are univariate.
+    ///
+    /// # Safety
+    /// The samples were taken from `self` and `other`.
+    #[inline(always)]
+    pub unsafe fn squared_distance_of(&self, s: &Sample<T>, other: &Series<T>, t: &Sample<T>) -> T {
+        if self.dims == 1 {
+            let diff = s.first - t.first;
+            diff * diff
+        } else {
+            self.squared_distance(s.index, other, t.index)
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! Soft-DTW (Cuturi & Blondel 2017): DTW with the minimum replaced by the
 //! soft minimum `-gamma * ln(sum(exp(-x / gamma)))`, squared Euclidean cost.
 
-use crate::{Neighbours, Real, Recurrence, Series};
+use crate::{Neighbours, Real, Recurrence, Sample, Series};
 
 /// Soft-DTW parameters as the kernels receive them.
 #[repr(C)]
@@ -32,25 +32,31 @@ pub fn soft_dtw_cell<T: Real>(gamma: T, cost: T, diag: T, up: T, left: T) -> T {
 }
 
 impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
-    type Row = usize;
+    type Row = Sample<T>;
+    type Column = Sample<T>;
 
     #[inline(always)]
-    unsafe fn row(&self, _a: &Series<T>, i: usize) -> usize {
-        i - 1
+    unsafe fn row(&self, a: &Series<T>, i: usize) -> Sample<T> {
+        a.sample(i - 1)
+    }
+
+    #[inline(always)]
+    unsafe fn column(&self, b: &Series<T>, j: usize) -> Sample<T> {
+        b.sample(j - 1)
     }
 
     #[inline(always)]
     unsafe fn cell(
         &self,
-        &sample: &usize,
+        row: &Sample<T>,
+        column: &Sample<T>,
         a: &Series<T>,
         b: &Series<T>,
-        j: usize,
         Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
         soft_dtw_cell(
             self.gamma,
-            a.squared_distance(sample, b, j - 1),
+            a.squared_distance_of(row, b, column),
             diag,
             up,
             left,

@@ -36,14 +36,15 @@ unsafe fn time_or_zero<T: Real>(s: &Series<T>, k: usize) -> T {
     }
 }
 
-/// Lp distance between 1-based sample `k` of `x` and sample `l` of `y`.
-#[inline(always)]
+/// Lp distance between 1-based sample `k` of `x` and sample `l` of `y`, for
+/// multivariate series. Univariate callers use `|x_k - y_l|` directly:
+/// `(|d|^p)^(1/p)` is `|d|` for every `p`, and skipping the powers avoids
+/// their rounding and their overflow.
+// Not inlined: the warp driver unrolls the cell update over a lane's
+// stripe, and this multivariate path (with its powers) would be copied
+// into every unrolled cell.
+#[inline(never)]
 unsafe fn lp_distance<T: Real>(degree: T, x: &Series<T>, k: usize, y: &Series<T>, l: usize) -> T {
-    if x.dims == 1 {
-        // (|d|^p)^(1/p) is |d| for every p; skipping the powers avoids their
-        // rounding and their overflow.
-        return (value_or_zero(x, k, 0) - value_or_zero(y, l, 0)).abs();
-    }
     let mut sum = T::ZERO;
     for d in 0..x.dims {
         let diff = (value_or_zero(x, k, d) - value_or_zero(y, l, d)).abs();
@@ -80,62 +81,85 @@ pub fn twed_cell<T: Real>(
         .min(left + delete_b_cost)
 }
 
-/// What row `i` computes once: its sample index, time, and the cost of
-/// deleting its sample from `a`.
-#[derive(Clone, Copy)]
-pub struct TwedRow<T> {
-    i: usize,
+/// What a row or a column computes once: its 1-based sample `k`, the
+/// values of samples `k` and `k - 1` (first dimension; the whole sample of a
+/// univariate series), their times, and the cost of deleting sample `k`.
+#[derive(Clone, Copy, Debug)]
+pub struct TwedSample<T> {
+    index: usize,
+    value: T,
+    previous_value: T,
     time: T,
     previous_time: T,
     delete_cost: T,
 }
 
 impl<T: Real> TwedParams<T> {
-    /// Cost of deleting 1-based sample `k` of `s`: its distance to the
-    /// sample before, the time elapsed since then, and the constant penalty.
+    /// Sample `k` (1-based) of `s` with what every cell of its row or
+    /// column needs. Deleting it costs its distance to the sample before,
+    /// the time elapsed since then, and the constant penalty.
     #[inline(always)]
-    unsafe fn delete_cost(&self, s: &Series<T>, k: usize) -> T {
-        lp_distance(self.degree, s, k, s, k - 1)
-            + self.nu * (time_or_zero(s, k) - time_or_zero(s, k - 1))
-            + self.lambda
+    unsafe fn sample(&self, s: &Series<T>, k: usize) -> TwedSample<T> {
+        let time = time_or_zero(s, k);
+        let previous_time = time_or_zero(s, k - 1);
+        let value = value_or_zero(s, k, 0);
+        let previous_value = value_or_zero(s, k - 1, 0);
+        let distance = if s.dims == 1 {
+            (value - previous_value).abs()
+        } else {
+            lp_distance(self.degree, s, k, s, k - 1)
+        };
+        TwedSample {
+            index: k,
+            value,
+            previous_value,
+            time,
+            previous_time,
+            delete_cost: distance + self.nu * (time - previous_time) + self.lambda,
+        }
     }
 }
 
 impl<T: Real> Recurrence<T> for TwedParams<T> {
-    type Row = TwedRow<T>;
+    type Row = TwedSample<T>;
+    type Column = TwedSample<T>;
 
     #[inline(always)]
-    unsafe fn row(&self, a: &Series<T>, i: usize) -> TwedRow<T> {
-        TwedRow {
-            i,
-            time: time_or_zero(a, i),
-            previous_time: time_or_zero(a, i - 1),
-            delete_cost: self.delete_cost(a, i),
-        }
+    unsafe fn row(&self, a: &Series<T>, i: usize) -> TwedSample<T> {
+        self.sample(a, i)
+    }
+
+    #[inline(always)]
+    unsafe fn column(&self, b: &Series<T>, j: usize) -> TwedSample<T> {
+        self.sample(b, j)
     }
 
     #[inline(always)]
     unsafe fn cell(
         &self,
-        row: &TwedRow<T>,
+        row: &TwedSample<T>,
+        column: &TwedSample<T>,
         a: &Series<T>,
         b: &Series<T>,
-        j: usize,
         Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
-        let i = row.i;
-        let match_cost = lp_distance(self.degree, a, i, b, j)
-            + lp_distance(self.degree, a, i - 1, b, j - 1)
+        let distances = if a.dims == 1 {
+            (row.value - column.value).abs() + (row.previous_value - column.previous_value).abs()
+        } else {
+            lp_distance(self.degree, a, row.index, b, column.index)
+                + lp_distance(self.degree, a, row.index - 1, b, column.index - 1)
+        };
+        let match_cost = distances
             + self.nu
-                * ((row.time - time_or_zero(b, j)).abs()
-                    + (row.previous_time - time_or_zero(b, j - 1)).abs());
+                * ((row.time - column.time).abs()
+                    + (row.previous_time - column.previous_time).abs());
         twed_cell(
             diag,
             up,
             left,
             match_cost,
             row.delete_cost,
-            self.delete_cost(b, j),
+            column.delete_cost,
         )
     }
 }

@@ -1,0 +1,347 @@
+//! The warp driver, shared by every measure: one warp computes a block of
+//! the cost matrix, each lane a stripe of `S` adjacent columns held in
+//! registers, and the rows flow through the lanes as a wavefront.
+//!
+//! At step `t` lane `l` computes row `t - l` of its stripe. The cell left of
+//! its stripe is the last cell of lane `l - 1`'s stripe, which that lane
+//! computed one step earlier and passes on with a warp shuffle; the cell
+//! diagonally left is the one it received the step before. Lane 0 takes the
+//! block's left border instead, fetched 32 rows at a time with one coalesced
+//! load and handed out by shuffles. A block of `rows x cols` takes
+//! `rows + lanes - 1` steps, `lanes = ceil(cols / S)`.
+//!
+//! Blocks chain through their borders: a block reads its top row and left
+//! column from memory (or takes the matrix boundary) and can write its
+//! bottom row and right column for the blocks below and to the right. The
+//! pair drivers here use that for series wider than one warp (column bands
+//! of one pair, one after the other) and for long pairs (tiles computed
+//! wavefront by wavefront, one launch per anti-diagonal of tiles).
+//!
+//! The driver is generic over [`Warp`], the two exchanges it needs, so the
+//! same code runs on the GPU (shuffle instructions) and in the host tests
+//! (32 threads and a barrier).
+
+use crate::{Neighbours, Real, Recurrence, Series};
+use core::array::from_fn;
+use core::ptr::{null, null_mut};
+
+/// Lanes of a GPU warp.
+pub const LANES: usize = 32;
+
+/// What the driver needs of a warp. Every lane must make the same calls in
+/// the same order (they are collective).
+pub trait Warp {
+    /// Lanes of the warp: [`LANES`] on the GPU; the host tests also emulate
+    /// narrower ones, which exercise the same code with fewer threads.
+    const LANES: usize;
+    /// This lane's index, `0..Self::LANES`.
+    fn lane(&self) -> usize;
+    /// Every lane gives `value`; each gets the value of lane `lane - 1`
+    /// (lane 0 gets its own).
+    ///
+    /// # Safety
+    /// Called by all lanes together.
+    unsafe fn shuffle_up<T: Real>(&self, value: T) -> T;
+    /// Every lane gives `value`; each gets the value of lane `source`.
+    ///
+    /// # Safety
+    /// Called by all lanes together, `source < Self::LANES`.
+    unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T;
+}
+
+/// A block of the cost matrix: cells `(row0 + 1 ..= row0 + rows) x
+/// (col0 + 1 ..= col0 + cols)` (1-based, as in [`Recurrence`]), with
+/// `1 <= cols <= lanes * S` and `rows >= 1`, and where its borders come
+/// from and go to. Border arrays are indexed by the matrix's own row or
+/// column number.
+#[derive(Clone, Copy, Debug)]
+pub struct Block<T> {
+    pub row0: usize,
+    pub rows: usize,
+    pub col0: usize,
+    pub cols: usize,
+    /// Cell `(row0, col0)`.
+    pub corner: T,
+    /// `top[j]` is cell `(row0, j)` for the block's columns; null for the
+    /// matrix's row 0 (infinite).
+    pub top: *const T,
+    /// `left[i]` is cell `(i, col0)` for the block's rows; null for the
+    /// matrix's column 0 (infinite).
+    pub left: *const T,
+    /// If not null, cell `(row0 + rows, j)` is written to `bottom[j]` for
+    /// the block's columns.
+    pub bottom: *mut T,
+    /// If not null, cell `(i, col0 + cols)` is written to `right[i]` for
+    /// the block's rows. Needs `cols == lanes * S`. May be `left`: each row
+    /// is read long before it is written.
+    pub right: *mut T,
+}
+
+/// Computes `block` with `S` columns per lane and returns its bottom-right
+/// cell on every lane.
+///
+/// # Safety
+/// All lanes call it together with the same arguments; the block lies in
+/// the `a.len x b.len` matrix; the border pointers are valid as documented.
+#[inline(always)]
+pub unsafe fn warp_block<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
+    warp: &W,
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    block: &Block<T>,
+) -> T {
+    let lane = warp.lane();
+    let (n, m) = (a.len, b.len);
+    let last_column = block.col0 + block.cols;
+    let lanes_used = block.cols.div_ceil(S);
+    let working = lane < lanes_used;
+    // The column of this lane's first cell. Lanes past the block's last
+    // column compute copies of it, which nobody reads; clamping keeps their
+    // loads in bounds.
+    let first = block.col0 + lane * S + 1;
+    let clamp = |j: usize| if j < last_column { j } else { last_column };
+    let top = |j: usize| {
+        if block.top.is_null() {
+            T::INFINITY
+        } else {
+            *block.top.add(j)
+        }
+    };
+    let has_left = !block.left.is_null();
+    // Cell `(row0 + 1 + r, col0)` of the left border, infinite past the block.
+    let left_border = |r: usize| {
+        if has_left && r < block.rows {
+            *block.left.add(block.row0 + 1 + r)
+        } else {
+            T::INFINITY
+        }
+    };
+
+    let columns: [M::Column; S] = from_fn(|k| measure.column(b, clamp(first + k)));
+    let mut cells: [T; S] = from_fn(|k| top(clamp(first + k)));
+    // The cell diagonally up-left of the next row's first cell.
+    let mut diag = if lane == 0 {
+        block.corner
+    } else {
+        top(clamp(first - 1))
+    };
+    // Lane 0's left border, 32 rows a chunk, one chunk ahead.
+    let mut chunk = left_border(lane);
+    let mut next_chunk = left_border(W::LANES + lane);
+    let mut next_row = measure.row(a, block.row0 + 1);
+
+    let banded = measure.banded();
+    let steps = block.rows + lanes_used - 1;
+    for t in 0..steps {
+        let from_lane_before = warp.shuffle_up(cells[S - 1]);
+        let border = if has_left {
+            warp.broadcast(chunk, t % W::LANES)
+        } else {
+            T::INFINITY
+        };
+        if has_left && t % W::LANES == W::LANES - 1 {
+            chunk = next_chunk;
+            next_chunk = left_border(t + 1 + W::LANES + lane);
+        }
+        let left = if lane == 0 { border } else { from_lane_before };
+        // The row of this step, counted from 0; wraps for lanes not started.
+        let r = t.wrapping_sub(lane);
+        if working && r < block.rows {
+            let i = block.row0 + 1 + r;
+            let row = next_row;
+            if r + 1 < block.rows {
+                next_row = measure.row(a, i + 1);
+            }
+            let neighbours = Neighbours {
+                diag,
+                up: T::INFINITY,
+                left,
+            };
+            if banded {
+                let (lo, hi) = measure.columns(i, n, m);
+                stripe_row(measure, a, b, &row, &columns, &mut cells, neighbours, |k| {
+                    (lo..=hi).contains(&(first + k))
+                });
+            } else {
+                stripe_row(
+                    measure,
+                    a,
+                    b,
+                    &row,
+                    &columns,
+                    &mut cells,
+                    neighbours,
+                    |_| true,
+                );
+            }
+            diag = left;
+            if !block.right.is_null() && lane == W::LANES - 1 {
+                *block.right.add(i) = cells[S - 1];
+            }
+        }
+    }
+
+    if !block.bottom.is_null() && working {
+        for (k, &cell) in cells.iter().enumerate() {
+            if first + k <= last_column {
+                *block.bottom.add(first + k) = cell;
+            }
+        }
+    }
+    let owner = (block.cols - 1) / S;
+    let index = (block.cols - 1) % S;
+    let mut mine = cells[0];
+    for (k, &cell) in cells.iter().enumerate().skip(1) {
+        if k == index {
+            mine = cell;
+        }
+    }
+    warp.broadcast(mine, owner)
+}
+
+/// One row of a lane's stripe, left to right; `allowed(k)` says whether
+/// the stripe's cell `k` is inside the measure's band (infinite if not).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn stripe_row<T: Real, M: Recurrence<T>, const S: usize>(
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    row: &M::Row,
+    columns: &[M::Column; S],
+    cells: &mut [T; S],
+    start: Neighbours<T>,
+    allowed: impl Fn(usize) -> bool,
+) {
+    let Neighbours {
+        mut diag, mut left, ..
+    } = start;
+    for k in 0..S {
+        let up = cells[k];
+        let value = measure.cell(row, &columns[k], a, b, Neighbours { diag, up, left });
+        let value = if allowed(k) { value } else { T::INFINITY };
+        diag = up;
+        left = value;
+        cells[k] = value;
+    }
+}
+
+/// A whole pair in one warp: column bands of `lanes * S` columns, left to
+/// right, each passing its right column to the next through `border`.
+///
+/// # Safety
+/// As [`warp_block`]; `border` holds `a.len + 1` values when `b.len >
+/// lanes * S` (unused otherwise, may be null).
+#[inline(always)]
+pub unsafe fn warp_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
+    warp: &W,
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    border: *mut T,
+) -> T {
+    let width = W::LANES * S;
+    let bands = b.len.div_ceil(width);
+    let mut value = T::INFINITY;
+    for band in 0..bands {
+        let col0 = band * width;
+        let block = Block {
+            row0: 0,
+            rows: a.len,
+            col0,
+            cols: width.min(b.len - col0),
+            corner: if band == 0 { T::ZERO } else { T::INFINITY },
+            top: null(),
+            left: if band == 0 { null() } else { border },
+            bottom: null_mut(),
+            right: if band + 1 < bands { border } else { null_mut() },
+        };
+        value = warp_block::<T, M, W, S>(warp, measure, a, b, &block);
+    }
+    value
+}
+
+/// The borders between the tiles of one long pair, in device memory
+/// (linear in the lengths): `rows[j]` holds the lowest row computed so far
+/// in column `j` (`b.len + 1` values), `cols[i]` the rightmost column
+/// computed so far in row `i` (`a.len + 1` values), `corners[t]` the cell
+/// up-left of the next tile in tile row `t` (one per tile row). Before the
+/// first tile they hold the matrix's boundary: `rows` and `cols` infinite,
+/// `corners[0] = 0` and the other corners infinite.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct TileGrid<T> {
+    pub rows: *mut T,
+    pub cols: *mut T,
+    pub corners: *mut T,
+    /// Rows of a tile; its columns are `lanes * S`.
+    pub tile_rows: u64,
+}
+
+/// Tiles of an `n x m` pair along each side, for tiles of `tile_rows` rows
+/// and `tile_cols` columns.
+#[inline(always)]
+pub fn tile_counts(n: usize, m: usize, tile_rows: usize, tile_cols: usize) -> (usize, usize) {
+    (n.div_ceil(tile_rows), m.div_ceil(tile_cols))
+}
+
+/// The tiles on anti-diagonal `diagonal` of the tile grid: tile rows
+/// `first..=last` (tile column `diagonal - row`).
+#[inline(always)]
+pub fn diagonal_tiles(diagonal: usize, tile_rows: usize, tile_cols: usize) -> (usize, usize) {
+    let first = diagonal.saturating_sub(tile_cols - 1);
+    let last = if diagonal < tile_rows {
+        diagonal
+    } else {
+        tile_rows - 1
+    };
+    (first, last)
+}
+
+/// Tile `(tile_row, diagonal - tile_row)` of a long pair. Call once per
+/// tile, anti-diagonal by anti-diagonal (tiles of one anti-diagonal may run
+/// at once); returns the pair's value from the last tile, `None` from the
+/// others.
+///
+/// # Safety
+/// As [`warp_block`]; the tile exists; `grid` is valid and every tile of
+/// the previous anti-diagonals is done.
+#[inline(always)]
+pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
+    warp: &W,
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    grid: &TileGrid<T>,
+    diagonal: usize,
+    tile_row: usize,
+) -> Option<T> {
+    let width = W::LANES * S;
+    let (tile_rows, tile_cols) = tile_counts(a.len, b.len, grid.tile_rows as usize, width);
+    let tile_col = diagonal - tile_row;
+    let row0 = tile_row * grid.tile_rows as usize;
+    let col0 = tile_col * width;
+    let cols = width.min(b.len - col0);
+    let corner = *grid.corners.add(tile_row);
+    // The next tile of this tile row starts up-left at this tile's
+    // top-right cell; read it before this tile overwrites the row border.
+    let next_corner = *grid.rows.add(col0 + cols);
+    let last_col = tile_col + 1 == tile_cols;
+    let block = Block {
+        row0,
+        rows: (grid.tile_rows as usize).min(a.len - row0),
+        col0,
+        cols,
+        corner,
+        top: grid.rows,
+        left: grid.cols,
+        bottom: grid.rows,
+        right: if last_col { null_mut() } else { grid.cols },
+    };
+    let value = warp_block::<T, M, W, S>(warp, measure, a, b, &block);
+    if warp.lane() == 0 {
+        *grid.corners.add(tile_row) = next_corner;
+    }
+    (last_col && tile_row + 1 == tile_rows).then_some(value)
+}
