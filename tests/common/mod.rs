@@ -2,6 +2,8 @@
 //! matrix, tolerances, and the GPU gate.
 #![allow(dead_code)]
 
+pub mod emulator;
+
 use ndarray::{Array2, ArrayView2};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

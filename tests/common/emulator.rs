@@ -1,0 +1,88 @@
+//! Runs the device crate's warp drivers on the host: each lane of an
+//! emulated warp is a thread, and an exchange between lanes (a shuffle on
+//! the GPU) is a store to a shared slot, a barrier, a load, a barrier. The
+//! drivers' code is the GPU's own (generic over `Warp`), so the host tests
+//! check its logic (borders, bands, tiles, wavefront order) in CI, where
+//! there is no GPU. Warps narrower than 32 lanes exercise the same code with
+//! fewer threads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use timewarp_kernels::warp::Warp;
+use timewarp_kernels::Real;
+
+/// What the lanes of one emulated warp share.
+struct Exchange {
+    slots: Vec<AtomicU64>,
+    barrier: Barrier,
+}
+
+/// One lane of an emulated warp of `N` lanes.
+pub struct EmulatedLane<'a, const N: usize> {
+    lane: usize,
+    exchange: &'a Exchange,
+}
+
+impl<const N: usize> EmulatedLane<'_, N> {
+    fn swap<T: Real>(&self, value: T, source: usize) -> T {
+        self.exchange.slots[self.lane].store(value.to_bits(), Ordering::Relaxed);
+        self.exchange.barrier.wait();
+        let bits = self.exchange.slots[source].load(Ordering::Relaxed);
+        // Nobody overwrites a slot before every lane has read.
+        self.exchange.barrier.wait();
+        T::from_bits(bits)
+    }
+}
+
+impl<const N: usize> Warp for EmulatedLane<'_, N> {
+    const LANES: usize = N;
+
+    fn lane(&self) -> usize {
+        self.lane
+    }
+
+    unsafe fn shuffle_up<T: Real>(&self, value: T) -> T {
+        self.swap(value, self.lane.saturating_sub(1))
+    }
+
+    unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T {
+        self.swap(value, source)
+    }
+}
+
+/// Plain data that the lanes' threads may share: the drivers take raw
+/// pointers (series, borders), which the barriers order.
+#[derive(Clone, Copy)]
+pub struct Shared<T>(pub T);
+unsafe impl<T> Send for Shared<T> {}
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T: Copy> Shared<T> {
+    /// The value; a closure that calls this captures the whole wrapper
+    /// (a field access would capture the non-`Sync` field alone).
+    pub fn get(&self) -> T {
+        self.0
+    }
+}
+
+/// Runs `body` on every lane of an emulated `N`-lane warp, each on its own
+/// thread, and returns lane 0's result.
+pub fn run_warp<const N: usize, R: Send>(body: impl Fn(&EmulatedLane<'_, N>) -> R + Sync) -> R {
+    let exchange = Exchange {
+        slots: (0..N).map(|_| AtomicU64::new(0)).collect(),
+        barrier: Barrier::new(N),
+    };
+    std::thread::scope(|scope| {
+        let lanes: Vec<_> = (0..N)
+            .map(|lane| {
+                let (exchange, body) = (&exchange, &body);
+                scope.spawn(move || body(&EmulatedLane { lane, exchange }))
+            })
+            .collect();
+        let mut results: Vec<R> = lanes
+            .into_iter()
+            .map(|lane| lane.join().expect("an emulated lane panicked"))
+            .collect();
+        results.swap_remove(0)
+    })
+}

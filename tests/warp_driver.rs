@@ -1,0 +1,287 @@
+//! The warp driver's own code (the GPU kernels' `warp_pair` and `warp_tile`)
+//! run on emulated warps (`common::emulator`) against the oracle: every
+//! measure, stripes of 1, 2 and 4 columns per lane, warps of 4 and 32
+//! lanes, lengths around the band and tile widths, unequal lengths,
+//! multivariate samples, DTW bands and TWED timestamps, and the tiles of
+//! each anti-diagonal in both orders (a tile reading what another tile of
+//! its anti-diagonal writes would show as a difference). f64 throughout:
+//! this checks the driver's logic, the precisions are the GPU tests' job;
+//! tolerance as in `common::tolerance` (1e-12 of the accumulated scale).
+
+mod common;
+
+use common::emulator::{run_warp, Shared};
+use common::{error_scale, oracle_pair, rng, tolerance};
+use ndarray::{Array1, Array2};
+use timewarp::{Dtw, Metric, SoftDtw, Twed};
+use timewarp_kernels::warp::{diagonal_tiles, tile_counts, warp_pair, warp_tile, TileGrid};
+use timewarp_kernels::{DtwParams, Recurrence, Series, SoftDtwParams, TwedParams};
+
+/// A measure both as the oracle's `Metric` and as the kernels' parameters.
+#[derive(Clone, Copy, Debug)]
+enum Measure {
+    Dtw(Option<usize>),
+    SoftDtw(f64),
+    Twed(f64, f64, f64),
+}
+
+impl Measure {
+    fn metric(self) -> Metric {
+        match self {
+            Measure::Dtw(None) => Dtw::new().into(),
+            Measure::Dtw(Some(r)) => Dtw::with_band(r).into(),
+            Measure::SoftDtw(gamma) => SoftDtw::new(gamma).unwrap().into(),
+            Measure::Twed(nu, lambda, degree) => Twed::new(nu, lambda, degree).unwrap().into(),
+        }
+    }
+}
+
+/// A test pair: values, timestamps (all series get some; the oracle needs
+/// them, the kernels take them as given).
+struct Pair {
+    a: Array2<f64>,
+    b: Array2<f64>,
+    ta: Array1<f64>,
+    tb: Array1<f64>,
+}
+
+impl Pair {
+    fn random(seed: u64, n: usize, m: usize, dims: usize) -> Pair {
+        let mut rng = rng(seed);
+        let times = |rng: &mut rand::rngs::StdRng, len: usize| {
+            use rand::Rng;
+            let mut t = 0.0;
+            Array1::from_iter((0..len).map(|_| {
+                t += rng.random_range(0.2..2.0);
+                t
+            }))
+        };
+        let a = common::random_series(&mut rng, n, dims, 1.0);
+        let b = common::random_series(&mut rng, m, dims, 1.0);
+        let (ta, tb) = (times(&mut rng, n), times(&mut rng, m));
+        Pair { a, b, ta, tb }
+    }
+
+    fn series(&self) -> (Series<f64>, Series<f64>) {
+        let view = |x: &Array2<f64>, t: &Array1<f64>| Series {
+            values: x.as_ptr(),
+            times: t.as_ptr(),
+            len: x.nrows(),
+            dims: x.ncols(),
+        };
+        (view(&self.a, &self.ta), view(&self.b, &self.tb))
+    }
+
+    fn oracle(&self, measure: Measure) -> (f64, f64) {
+        let metric = measure.metric();
+        let value = oracle_pair(self.a.view(), &self.ta, self.b.view(), &self.tb, metric);
+        let bound = tolerance::<f64>(self.a.nrows(), self.b.nrows(), self.a.ncols())
+            * error_scale(self.a.view(), self.b.view(), value, metric);
+        (value, bound)
+    }
+}
+
+/// The whole pair in one emulated warp of `N` lanes, `S` columns per lane.
+fn in_warp<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
+    measure: &M,
+    pair: &Pair,
+) -> f64 {
+    let (a, b) = pair.series();
+    // NaN where nothing was written: a read of it would poison the result.
+    let mut border = vec![f64::NAN; a.len + 1];
+    let shared = Shared((a, b, border.as_mut_ptr()));
+    run_warp::<N, _>(|warp| {
+        let (a, b, border) = shared.get();
+        // SAFETY: the border holds a.len + 1 values; the series outlive the warp.
+        unsafe { warp_pair::<f64, M, _, S>(warp, measure, &a, &b, border) }
+    })
+}
+
+/// The pair in tiles of `tile_rows` rows, anti-diagonal by anti-diagonal,
+/// the tiles of each in the given order.
+fn in_tiles<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
+    measure: &M,
+    pair: &Pair,
+    tile_rows: usize,
+    reverse: bool,
+) -> f64 {
+    let (a, b) = pair.series();
+    let (down, across) = tile_counts(a.len, b.len, tile_rows, N * S);
+    let mut rows = vec![f64::INFINITY; b.len + 1];
+    let mut cols = vec![f64::INFINITY; a.len + 1];
+    let mut corners = vec![f64::INFINITY; down];
+    corners[0] = 0.0;
+    let grid = TileGrid {
+        rows: rows.as_mut_ptr(),
+        cols: cols.as_mut_ptr(),
+        corners: corners.as_mut_ptr(),
+        tile_rows: tile_rows as u64,
+    };
+    let shared = Shared((a, b, grid));
+    let mut value = None;
+    for diagonal in 0..down + across - 1 {
+        let (first, last) = diagonal_tiles(diagonal, down, across);
+        let mut order: Vec<usize> = (first..=last).collect();
+        if reverse {
+            order.reverse();
+        }
+        for tile_row in order {
+            let result = run_warp::<N, _>(|warp| {
+                let (a, b, grid) = shared.get();
+                // SAFETY: the borders have the sizes TileGrid documents and
+                // every earlier anti-diagonal is done.
+                unsafe {
+                    warp_tile::<f64, M, _, S>(warp, measure, &a, &b, &grid, diagonal, tile_row)
+                }
+            });
+            if let Some(v) = result {
+                assert!(value.is_none(), "two tiles returned the pair's value");
+                value = Some(v);
+            }
+        }
+    }
+    value.expect("no tile returned the pair's value")
+}
+
+fn assert_close(context: &str, got: f64, (expected, bound): (f64, f64)) {
+    assert!(
+        (got - expected).abs() <= bound,
+        "{context}: got {got:e}, oracle {expected:e}, |diff| {:e} > {bound:e}",
+        (got - expected).abs()
+    );
+}
+
+/// Every driver configuration of one measure on one pair.
+fn check_pair<M: Recurrence<f64> + Sync>(params: &M, measure: Measure, pair: &Pair, tiles: bool) {
+    let expected = pair.oracle(measure);
+    let (n, m, d) = (pair.a.nrows(), pair.b.nrows(), pair.a.ncols());
+    let context = |what: &str| format!("{measure:?}, {n} x {m}, dims {d}, {what}");
+    assert_close(
+        &context("warp 4x1"),
+        in_warp::<M, 4, 1>(params, pair),
+        expected,
+    );
+    assert_close(
+        &context("warp 4x2"),
+        in_warp::<M, 4, 2>(params, pair),
+        expected,
+    );
+    assert_close(
+        &context("warp 4x4"),
+        in_warp::<M, 4, 4>(params, pair),
+        expected,
+    );
+    if tiles {
+        for tile_rows in [1, 3, 8, 13] {
+            for reverse in [false, true] {
+                let what = format!("tiles of {tile_rows} x 8 (4x2), reverse {reverse}");
+                let got = in_tiles::<M, 4, 2>(params, pair, tile_rows, reverse);
+                assert_close(&context(&what), got, expected);
+            }
+        }
+    }
+}
+
+fn measures() -> Vec<Measure> {
+    vec![
+        Measure::Dtw(None),
+        Measure::Dtw(Some(0)),
+        Measure::Dtw(Some(3)),
+        Measure::SoftDtw(0.1),
+        Measure::SoftDtw(1.0),
+        Measure::Twed(0.5, 1.0, 2.0),
+        Measure::Twed(0.0, 0.0, 3.0),
+    ]
+}
+
+fn check_all(measure: Measure, pair: &Pair, tiles: bool) {
+    match measure {
+        Measure::Dtw(band) => {
+            let params = DtwParams {
+                band: band.map_or(DtwParams::NO_BAND, |r| r as u64),
+            };
+            check_pair(&params, measure, pair, tiles)
+        }
+        Measure::SoftDtw(gamma) => check_pair(&SoftDtwParams { gamma }, measure, pair, tiles),
+        Measure::Twed(nu, lambda, degree) => {
+            check_pair(&TwedParams { nu, lambda, degree }, measure, pair, tiles)
+        }
+    }
+}
+
+#[test]
+fn warp_and_tiles_match_the_oracle_on_short_and_unequal_pairs() {
+    // Around the widths of a lane's stripe (1, 2, 4), a warp's band (4, 8,
+    // 16 columns) and a tile (8 columns; 1 to 13 rows).
+    let shapes = [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (3, 3),
+        (1, 17),
+        (17, 1),
+        (7, 8),
+        (8, 9),
+        (9, 16),
+        (16, 17),
+        (33, 12),
+        (12, 33),
+    ];
+    for (k, &(n, m)) in shapes.iter().enumerate() {
+        for dims in [1, 3] {
+            let pair = Pair::random(100 + k as u64 * 7 + dims as u64, n, m, dims);
+            for measure in measures() {
+                check_all(measure, &pair, true);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_full_warp_matches_the_oracle() {
+    // 32 lanes as on the GPU: one band (31 columns), two bands (70), and
+    // tiles of 32 x 32 and 32 x 64 columns.
+    for (k, &(n, m)) in [(40, 31), (45, 70), (70, 45)].iter().enumerate() {
+        let pair = Pair::random(300 + k as u64, n, m, 1);
+        for measure in [
+            Measure::Dtw(None),
+            Measure::Dtw(Some(2)),
+            Measure::SoftDtw(0.5),
+            Measure::Twed(0.5, 1.0, 2.0),
+        ] {
+            let expected = pair.oracle(measure);
+            let context = format!("{measure:?}, {n} x {m}, 32 lanes");
+            let (warp1, warp2, tiled) = match measure {
+                Measure::Dtw(band) => {
+                    let p = DtwParams {
+                        band: band.map_or(DtwParams::NO_BAND, |r| r as u64),
+                    };
+                    (
+                        in_warp::<_, 32, 1>(&p, &pair),
+                        in_warp::<_, 32, 2>(&p, &pair),
+                        in_tiles::<_, 32, 1>(&p, &pair, 16, true),
+                    )
+                }
+                Measure::SoftDtw(gamma) => {
+                    let p = SoftDtwParams { gamma };
+                    (
+                        in_warp::<_, 32, 1>(&p, &pair),
+                        in_warp::<_, 32, 2>(&p, &pair),
+                        in_tiles::<_, 32, 1>(&p, &pair, 16, true),
+                    )
+                }
+                Measure::Twed(nu, lambda, degree) => {
+                    let p = TwedParams { nu, lambda, degree };
+                    (
+                        in_warp::<_, 32, 1>(&p, &pair),
+                        in_warp::<_, 32, 2>(&p, &pair),
+                        in_tiles::<_, 32, 1>(&p, &pair, 16, true),
+                    )
+                }
+            };
+            assert_close(&format!("{context}, 1 column per lane"), warp1, expected);
+            assert_close(&format!("{context}, 2 columns per lane"), warp2, expected);
+            assert_close(&format!("{context}, tiles 16 x 32"), tiled, expected);
+        }
+    }
+}
