@@ -32,8 +32,9 @@ pub struct ComputeOptions {
 
 /// The GPU kernel variants of every measure (see [`Variant`]): `naive`, one
 /// thread per pair; `warp`, one warp per pair; `tiled`, one long pair at a
-/// time over the whole GPU.
-pub const GPU_VARIANTS: &[&str] = &["naive", "warp", "tiled"];
+/// time over the whole GPU in one launch; `tiled-launches`, the same in
+/// square tiles, a launch per anti-diagonal of tiles.
+pub const GPU_VARIANTS: &[&str] = &["naive", "warp", "tiled", "tiled-launches"];
 
 impl ComputeOptions {
     pub fn on(device: Device) -> Self {

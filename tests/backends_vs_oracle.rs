@@ -182,9 +182,25 @@ fn chunked_equals_whole(options: ComputeOptions) {
         gpu_memory_budget: Some(64),
         ..options
     };
-    if options.device == Device::Gpu {
-        let error = distance_matrix(&a, Some(&b), Dtw::new().into(), &too_small).unwrap_err();
-        assert!(error.to_string().contains("workspace"), "{error}");
+    // 64 bytes hold no pair's rows (naive) or borders (tiled); the warp
+    // kernel needs no workspace for series this short and runs in tiles of
+    // one series.
+    match options.gpu_variant {
+        _ if options.device != Device::Gpu => {}
+        // None: the host picks the warp kernel for these shapes.
+        None | Some("warp") => {
+            let whole = distance_matrix(&a, Some(&b), Dtw::new().into(), &options).unwrap();
+            let tiny = distance_matrix(&a, Some(&b), Dtw::new().into(), &too_small).unwrap();
+            assert_eq!(whole, tiny, "warp kernel in single-series tiles");
+        }
+        _ => {
+            let error = distance_matrix(&a, Some(&b), Dtw::new().into(), &too_small).unwrap_err();
+            let message = error.to_string();
+            assert!(
+                message.contains("workspace") || message.contains("device memory"),
+                "{message}"
+            );
+        }
     }
 }
 
@@ -209,17 +225,31 @@ fn gpu_agrees_with_cpu_on_gunpoint(options: ComputeOptions) {
     }
 }
 
+/// The scenarios on the CPU, and on the GPU with the variant the host
+/// picks (`gpu`) and with each variant forced (`gpu_naive`, ...).
 macro_rules! on_each_backend {
     ($($scenario:ident),* $(,)?) => {
         mod cpu {
             use timewarp::{ComputeOptions, Device};
             $( #[test] fn $scenario() { super::$scenario(ComputeOptions::on(Device::Cpu)); } )*
         }
-        mod gpu {
+        on_gpu!(gpu, None, $($scenario),*);
+        on_gpu!(gpu_naive, Some("naive"), $($scenario),*);
+        on_gpu!(gpu_warp, Some("warp"), $($scenario),*);
+        on_gpu!(gpu_tiled, Some("tiled"), $($scenario),*);
+    };
+}
+
+macro_rules! on_gpu {
+    ($module:ident, $variant:expr, $($scenario:ident),*) => {
+        mod $module {
             use timewarp::{ComputeOptions, Device};
             $( #[test] fn $scenario() {
-                if super::gpu_available(concat!("gpu::", stringify!($scenario))) {
-                    super::$scenario(ComputeOptions::on(Device::Gpu));
+                if super::gpu_available(concat!(stringify!($module), "::", stringify!($scenario))) {
+                    super::$scenario(ComputeOptions {
+                        gpu_variant: $variant,
+                        ..ComputeOptions::on(Device::Gpu)
+                    });
                 }
             } )*
         }

@@ -384,6 +384,64 @@ fn bench_json_parses() {
     }
 }
 
+#[derive(serde::Deserialize)]
+struct WorkloadRow {
+    queries: usize,
+    count: usize,
+    cells: f64,
+    backend: String,
+}
+
+/// The workloads beside the square default: Q queries against N
+/// references, and every pair of a file's series once; cells counted as
+/// n * m per pair.
+#[test]
+fn bench_workloads_count_their_cells() {
+    let out = stdout_of(timewarp().args([
+        "bench",
+        "--device",
+        "cpu",
+        "--metric",
+        "dtw",
+        "--queries",
+        "1",
+        "--count",
+        "5",
+        "--lengths",
+        "16",
+        "--repeats",
+        "1",
+        "--json",
+    ]));
+    let rows: Vec<WorkloadRow> = serde_json::from_str(&out).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].queries, rows[0].count), (1, 5));
+    assert_eq!(rows[0].cells, (5 * 16 * 16) as f64);
+    assert_eq!(rows[0].backend, "cpu");
+
+    // BasicMotions: 40 series of 100 samples; the upper triangle with its
+    // diagonal is 40 * 41 / 2 pairs of 100 x 100 cells.
+    let file = format!(
+        "{}/tests/data/BasicMotions_TRAIN.ts",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = stdout_of(timewarp().args([
+        "bench",
+        "--device",
+        "cpu",
+        "--metric",
+        "dtw",
+        "--file",
+        &file,
+        "--repeats",
+        "1",
+        "--json",
+    ]));
+    let rows: Vec<WorkloadRow> = serde_json::from_str(&out).unwrap();
+    assert_eq!((rows[0].queries, rows[0].count), (40, 40));
+    assert_eq!(rows[0].cells, (40 * 41 / 2 * 100 * 100) as f64);
+}
+
 #[test]
 fn bench_table() {
     let out = stdout_of(timewarp().args([

@@ -10,11 +10,13 @@
 
 mod common;
 
-use common::emulator::{run_warp, Shared};
+use common::emulator::{run_warp, run_warps, Shared};
 use common::{error_scale, oracle_pair, rng, tolerance};
 use ndarray::{Array1, Array2};
 use timewarp::{Dtw, Metric, SoftDtw, Twed};
-use timewarp_kernels::warp::{diagonal_tiles, tile_counts, warp_pair, warp_tile, TileGrid};
+use timewarp_kernels::warp::{
+    diagonal_tiles, pipelined_pair, tile_counts, warp_pair, warp_tile, Pipeline, TileGrid,
+};
 use timewarp_kernels::{DtwParams, Recurrence, Series, SoftDtwParams, TwedParams};
 
 /// A measure both as the oracle's `Metric` and as the kernels' parameters.
@@ -143,6 +145,34 @@ fn in_tiles<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
     value.expect("no tile returned the pair's value")
 }
 
+/// The pair in column bands by `warps` emulated warps running at once,
+/// each right behind the band to its left.
+fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
+    measure: &M,
+    pair: &Pair,
+    warps: usize,
+) -> f64 {
+    let (a, b) = pair.series();
+    let bands = b.len.div_ceil(N * S);
+    let mut borders = vec![f64::NAN; 2 * (a.len + 1)];
+    let mut flags = vec![0u32; bands + 1];
+    let pipeline = Pipeline {
+        borders: borders.as_mut_ptr(),
+        ready: flags.as_mut_ptr(),
+        // SAFETY: `flags` has bands + 1 entries.
+        next_band: unsafe { flags.as_mut_ptr().add(bands) },
+    };
+    let shared = Shared((a, b, pipeline));
+    let values = run_warps::<N, _>(warps, |warp| {
+        let (a, b, pipeline) = shared.get();
+        // SAFETY: the pipeline's arrays have the documented sizes, zeroed.
+        unsafe { pipelined_pair::<f64, M, _, S>(warp, measure, &a, &b, &pipeline) }
+    });
+    let done: Vec<f64> = values.into_iter().flatten().collect();
+    assert_eq!(done.len(), 1, "exactly one warp does the last band");
+    done[0]
+}
+
 fn assert_close(context: &str, got: f64, (expected, bound): (f64, f64)) {
     assert!(
         (got - expected).abs() <= bound,
@@ -172,6 +202,14 @@ fn check_pair<M: Recurrence<f64> + Sync>(params: &M, measure: Measure, pair: &Pa
         expected,
     );
     if tiles {
+        for warps in [1, 3] {
+            let got = in_pipeline::<M, 4, 2>(params, pair, warps);
+            assert_close(
+                &context(&format!("pipelined bands, {warps} warps")),
+                got,
+                expected,
+            );
+        }
         for tile_rows in [1, 3, 8, 13] {
             for reverse in [false, true] {
                 let what = format!("tiles of {tile_rows} x 8 (4x2), reverse {reverse}");

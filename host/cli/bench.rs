@@ -4,6 +4,7 @@
 use super::{print, progress_bar, resolve_backend, ComputeArgs, Failure, MetricKind};
 use std::time::{Duration, Instant};
 use timewarp::data::{cbf, random_normal};
+use timewarp::formats;
 use timewarp::{
     distance_matrix, ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
 };
@@ -16,11 +17,22 @@ Examples:
   # DTW and TWED at length 1024, 512 series per batch, GPU variants only, as JSON
   timewarp bench --metric dtw,twed --lengths 1024 --count 512 --device gpu --json
 
-Each case computes N query series against N reference series (N*N pairs,
-N*N*length^2 cells) and reports the median time of the timed runs. The CPU
-times only its first `timed` queries (about a second's worth) and scales the
-time to all N. GCUPS: cells per second / 1e9. speedup: the CPU's time over
-the backend's, both measured in this run.";
+  # cuTWED's single pair: one random N(0,1) pair of each length, f64
+  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536,262144 --device gpu
+
+  # cuTWED's batch: all pairs of a file's series (upper triangle, computed once)
+  timewarp bench --metric twed --file tests/data/synthetic_control.csv --device gpu
+
+  # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32
+  timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu
+
+Each case computes Q query series against N reference series (Q*N pairs of
+length x length cells; Q = N unless --queries says otherwise), or every pair
+of a file's series once (--file), from host arrays to host matrix, and
+reports the median time of the timed runs. The CPU times only its first
+`timed` queries (about a second's worth) and scales the time to all Q.
+GCUPS: cells per second / 1e9. speedup: the CPU's time over the backend's,
+both measured in this run.";
 
 /// Timed runs of one case stop early once they have taken this long.
 const REPEAT_BUDGET: Duration = Duration::from_secs(2);
@@ -49,9 +61,16 @@ pub struct Args {
     /// Series lengths, comma-separated
     #[arg(long, value_delimiter = ',', default_values_t = [128, 512])]
     lengths: Vec<usize>,
-    /// Queries and references per case [default: 256 when a GPU is timed, 64 otherwise]
+    /// References per case [default: 256 when a GPU is timed, 64 otherwise]
     #[arg(long, value_name = "N")]
     count: Option<usize>,
+    /// Queries per case [default: as many as references]
+    #[arg(long, value_name = "Q")]
+    queries: Option<usize>,
+    /// Every pair of this file's series instead of generated data (any
+    /// input format; --lengths, --count and --queries do not apply)
+    #[arg(long, value_name = "FILE")]
+    file: Option<std::path::PathBuf>,
     /// Generated data (seeded: the same on every run)
     #[arg(long, value_enum, default_value_t = DataKind::Cbf)]
     data: DataKind,
@@ -61,6 +80,9 @@ pub struct Args {
     /// once a case's timed runs pass 2 s)
     #[arg(long, value_name = "R", default_value_t = 5)]
     repeats: usize,
+    /// GPU kernel variants to time, comma-separated [default: all]
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(GPU_VARIANTS))]
+    variant: Vec<String>,
     /// Print a JSON array instead of a table
     #[arg(long)]
     json: bool,
@@ -69,8 +91,12 @@ pub struct Args {
 /// One timed case.
 struct Row {
     metric: MetricKind,
+    /// The series length, or the longest of a file's.
     length: usize,
+    queries: usize,
     count: usize,
+    /// Cells of all pairs: `n * m` for a pair of lengths `n` and `m`.
+    cells: f64,
     precision: &'static str,
     backend: String,
     timing: Timing,
@@ -79,8 +105,30 @@ struct Row {
 
 impl Row {
     fn gcups(&self) -> f64 {
-        let cells = (self.count * self.length) as f64;
-        cells * cells / self.timing.seconds / 1e9
+        self.cells / self.timing.seconds / 1e9
+    }
+}
+
+/// A case's data: queries against references, or a set against itself.
+struct Case {
+    queries: SeriesSet<f64>,
+    references: Option<SeriesSet<f64>>,
+}
+
+impl Case {
+    /// Cells of all its pairs (each pair of a set against itself once).
+    fn cells(&self) -> f64 {
+        fn lengths(s: &SeriesSet<f64>) -> impl Iterator<Item = f64> + '_ {
+            (0..s.len()).map(move |k| s.series_len(k) as f64)
+        }
+        match &self.references {
+            Some(r) => lengths(&self.queries).sum::<f64>() * lengths(r).sum::<f64>(),
+            None => {
+                let total: f64 = lengths(&self.queries).sum();
+                let squares: f64 = lengths(&self.queries).map(|n| n * n).sum();
+                (total * total + squares) / 2.0
+            }
+        }
     }
 }
 
@@ -95,66 +143,114 @@ pub fn run(args: Args) -> Result<(), Failure> {
     } else {
         args.metric.clone()
     };
-    let backends = backends(args.compute.device)?;
+    let backends = backends(args.compute.device, &args.variant)?;
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
     let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
+    let queries = args.queries.unwrap_or(count);
+    if queries == 0 {
+        return Err(Failure::usage("--queries must be at least 1"));
+    }
     let precision = args.compute.precision_name();
-    eprintln!(
-        "bench: {} data, {count} queries x {count} references per case, {precision}, \
-         median of up to {} runs after a warm-up; the CPU times about a second's worth of queries and scales up",
-        if args.data == DataKind::Cbf { "CBF" } else { "normal" },
-        args.repeats
-    );
-    let bar = progress_bar((metrics.len() * args.lengths.len() * backends.len()) as u64);
+    let cases: Vec<(usize, Case)> = match &args.file {
+        Some(path) => {
+            let set = formats::read_dataset(path)?.to_series_set::<f64>()?;
+            eprintln!(
+                "bench: every pair of the {} series of {} once, {precision}, median of up to {} runs after a warm-up",
+                set.len(),
+                path.display(),
+                args.repeats
+            );
+            vec![(
+                set.max_len(),
+                Case {
+                    queries: set,
+                    references: None,
+                },
+            )]
+        }
+        None => {
+            eprintln!(
+                "bench: {} data, {queries} queries x {count} references per case, {precision}, \
+                 median of up to {} runs after a warm-up; the CPU times about a second's worth of queries and scales up",
+                if args.data == DataKind::Cbf { "CBF" } else { "normal" },
+                args.repeats
+            );
+            args.lengths
+                .iter()
+                .map(|&length| {
+                    let (q, r) = match args.data {
+                        DataKind::Cbf => (cbf(queries, length, 1).0, cbf(count, length, 2).0),
+                        DataKind::Normal => (
+                            random_normal(queries, length, 1, 1),
+                            random_normal(count, length, 1, 2),
+                        ),
+                    };
+                    (
+                        length,
+                        Case {
+                            queries: q,
+                            references: Some(r),
+                        },
+                    )
+                })
+                .collect()
+        }
+    };
+    let bar = progress_bar((metrics.len() * cases.len() * backends.len()) as u64);
     let mut rows = Vec::new();
-    for &length in &args.lengths {
-        let (queries, references) = match args.data {
-            DataKind::Cbf => (cbf(count, length, 1).0, cbf(count, length, 2).0),
-            DataKind::Normal => (
-                random_normal(count, length, 1, 1),
-                random_normal(count, length, 1, 2),
-            ),
-        };
+    // The table grows a row at a time, so a long run shows what it has.
+    if !args.json {
+        print(&table_line(None))?;
+    }
+    for (length, case) in &cases {
         for &metric in &metrics {
             let mut cpu_seconds = None;
             for (backend, options) in &backends {
                 let timing = match args.compute.precision {
-                    Precision::F32 => {
-                        time::<f32>(&queries, &references, metric, options, args.repeats)?
-                    }
-                    Precision::F64 => {
-                        time::<f64>(&queries, &references, metric, options, args.repeats)?
-                    }
+                    Precision::F32 => time::<f32>(case, metric, options, args.repeats)?,
+                    Precision::F64 => time::<f64>(case, metric, options, args.repeats)?,
                 };
                 if backend == "cpu" {
                     cpu_seconds = Some(timing.seconds);
                 }
                 rows.push(Row {
                     metric,
-                    length,
-                    count,
+                    length: *length,
+                    queries: case.queries.len(),
+                    count: case
+                        .references
+                        .as_ref()
+                        .map_or(case.queries.len(), |r| r.len()),
+                    cells: case.cells(),
                     precision,
                     backend: backend.clone(),
                     speedup_vs_cpu: cpu_seconds.map(|cpu| cpu / timing.seconds),
                     timing,
                 });
+                if !args.json {
+                    bar.suspend(|| print(&table_line(rows.last())))?;
+                }
                 bar.inc(1);
             }
         }
     }
     bar.finish_and_clear();
-    print(&if args.json { json(&rows) } else { table(&rows) })
+    if args.json {
+        print(&json(&rows))?;
+    }
+    Ok(())
 }
 
 /// The backends `--device` includes, named as in the output: `cpu` first
 /// (the reference), then `gpu:<variant>` for every kernel variant.
-fn backends(device: Device) -> Result<Vec<(String, ComputeOptions)>, Failure> {
+fn backends(device: Device, variants: &[String]) -> Result<Vec<(String, ComputeOptions)>, Failure> {
     let mut backends = Vec::new();
     if device != Device::Gpu {
         backends.push(("cpu".to_string(), ComputeOptions::on(Device::Cpu)));
     }
     if device != Device::Cpu && resolve_backend(device)?.is_gpu() {
-        backends.extend(GPU_VARIANTS.iter().map(|&variant| {
+        let wanted = |v: &&&str| variants.is_empty() || variants.iter().any(|w| w == **v);
+        backends.extend(GPU_VARIANTS.iter().filter(wanted).map(|&variant| {
             let options = ComputeOptions {
                 gpu_variant: Some(variant),
                 ..ComputeOptions::on(Device::Gpu)
@@ -170,21 +266,27 @@ fn backends(device: Device) -> Result<Vec<(String, ComputeOptions)>, Failure> {
 /// queries as take about a second and scales that up: its time is
 /// proportional to the pairs (all queries meet all references).
 fn time<T: Float>(
-    queries: &SeriesSet<f64>,
-    references: &SeriesSet<f64>,
+    case: &Case,
     metric: MetricKind,
     options: &ComputeOptions,
     repeats: usize,
 ) -> Result<Timing, Failure> {
-    let (queries, references) = (queries.cast::<T>()?, references.cast::<T>()?);
+    let queries = case.queries.cast::<T>()?;
+    let references = case
+        .references
+        .as_ref()
+        .map(|r| r.cast::<T>())
+        .transpose()?;
     let metric: Metric = metric.with_defaults()?;
     let run = |queries: &SeriesSet<T>| -> Result<Duration, Failure> {
         let start = Instant::now();
-        distance_matrix(queries, Some(&references), metric, options)?;
+        distance_matrix(queries, references.as_ref(), metric, options)?;
         Ok(start.elapsed())
     };
     let count = queries.len();
-    let timed = if options.device == Device::Cpu {
+    // A set against itself is timed whole: its pairs are not proportional
+    // to a slice of it.
+    let timed = if options.device == Device::Cpu && references.is_some() {
         // The warm-up: one query, to size the sample.
         let one = run(&queries.slice(0..1))?.as_secs_f64();
         ((CPU_RUN_TARGET.as_secs_f64() / one) as usize).clamp(1, count)
@@ -214,47 +316,49 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-fn table(rows: &[Row]) -> String {
-    let line = |cells: [&str; 9]| {
-        format!(
-            "{:<9} {:>6} {:>6} {:>6}  {:<9}  {:<12} {:>10} {:>9} {:>8}\n",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            cells[6],
-            cells[7],
-            cells[8]
-        )
-    };
-    let mut text = line([
-        "metric",
-        "length",
-        "count",
-        "timed",
-        "precision",
-        "backend",
-        "seconds",
-        "GCUPS",
-        "speedup",
-    ]);
-    for row in rows {
-        text += &line([
-            row.metric.name(),
-            &row.length.to_string(),
-            &row.count.to_string(),
-            &row.timing.queries_timed.to_string(),
-            row.precision,
-            &row.backend,
-            &format!("{:.4}", row.timing.seconds),
-            &format!("{:.3}", row.gcups()),
-            &row.speedup_vs_cpu
+/// One line of the table: its header, or a row.
+fn table_line(row: Option<&Row>) -> String {
+    let cells: [String; 10] = match row {
+        None => [
+            "metric",
+            "length",
+            "queries",
+            "count",
+            "timed",
+            "precision",
+            "backend",
+            "ms",
+            "GCUPS",
+            "speedup",
+        ]
+        .map(String::from),
+        Some(row) => [
+            row.metric.name().to_string(),
+            row.length.to_string(),
+            row.queries.to_string(),
+            row.count.to_string(),
+            row.timing.queries_timed.to_string(),
+            row.precision.to_string(),
+            row.backend.clone(),
+            significant(row.timing.seconds * 1e3, 3),
+            significant(row.gcups(), 3),
+            row.speedup_vs_cpu
                 .map_or("-".into(), |s| format!("{s:.2}x")),
-        ]);
-    }
-    text
+        ],
+    };
+    format!(
+        "{:<9} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:>10} {:>9} {:>8}\n",
+        cells[0],
+        cells[1],
+        cells[2],
+        cells[3],
+        cells[4],
+        cells[5],
+        cells[6],
+        cells[7],
+        cells[8],
+        cells[9]
+    )
 }
 
 /// The rows as a JSON array of objects; unmeasurable numbers are null.
@@ -270,12 +374,14 @@ fn json(rows: &[Row]) -> String {
         .iter()
         .map(|row| {
             format!(
-                "  {{\"metric\": \"{}\", \"length\": {}, \"count\": {}, \"queries_timed\": {}, \
-                 \"precision\": \"{}\", \"backend\": \"{}\", \"seconds\": {}, \"gcups\": {}, \
+                "  {{\"metric\": \"{}\", \"length\": {}, \"queries\": {}, \"count\": {}, \"cells\": {}, \
+                 \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"seconds\": {}, \"gcups\": {}, \
                  \"speedup_vs_cpu\": {}}}",
                 row.metric.name(),
                 row.length,
+                row.queries,
                 row.count,
+                number(row.cells),
                 row.timing.queries_timed,
                 row.precision,
                 row.backend,
@@ -286,4 +392,43 @@ fn json(rows: &[Row]) -> String {
         })
         .collect();
     format!("[\n{}\n]\n", objects.join(",\n"))
+}
+
+/// `value` rounded to `digits` significant digits, in plain notation.
+pub(crate) fn significant(value: f64, digits: usize) -> String {
+    if !value.is_finite() || value == 0.0 {
+        return format!("{value}");
+    }
+    let magnitude = value.abs().log10().floor() as i32;
+    let decimals = (digits as i32 - 1 - magnitude).max(0) as usize;
+    let rounded = format!("{value:.decimals$}");
+    // Rounding may carry into a new digit (999.6 -> 1000): one decimal fewer.
+    if rounded
+        .trim_start_matches('-')
+        .replace('.', "")
+        .trim_start_matches('0')
+        .len()
+        > digits
+        && decimals > 0
+    {
+        format!("{value:.prec$}", prec = decimals - 1)
+    } else {
+        rounded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::significant;
+
+    #[test]
+    fn three_significant_digits() {
+        assert_eq!(significant(0.012345, 3), "0.0123");
+        assert_eq!(significant(1.2345, 3), "1.23");
+        assert_eq!(significant(12.345, 3), "12.3");
+        assert_eq!(significant(123.45, 3), "123");
+        assert_eq!(significant(12345.6, 3), "12346");
+        assert_eq!(significant(9.996, 3), "10.0");
+        assert_eq!(significant(0.0, 3), "0");
+    }
 }

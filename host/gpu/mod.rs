@@ -12,8 +12,10 @@ use ndarray::{s, Array2};
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 use timewarp_kernels::launch::tile_pairs;
-use timewarp_kernels::warp::{diagonal_tiles, tile_counts, TileGrid, LANES};
-use timewarp_kernels::{PairsLaunch, SetRef, TileLaunch};
+use timewarp_kernels::warp::LANES;
+use timewarp_kernels::{PairsLaunch, PipelineLaunch, SetRef, TileLaunch};
+
+mod long_pair;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
@@ -44,19 +46,28 @@ pub enum Variant {
     /// passed between lanes by shuffles; series wider than a warp's stripes
     /// in column bands.
     Warp,
-    /// One long pair at a time: tiles of the matrix, each a warp's block,
-    /// an anti-diagonal of tiles per launch; memory linear in the lengths.
+    /// One long pair at a time over the whole GPU in one launch: column
+    /// bands, each a warp's, every warp running right behind the band to
+    /// its left (readiness flags); memory linear in the lengths.
     Tiled,
+    /// As `Tiled`, but square tiles, an anti-diagonal of tiles per launch.
+    TiledLaunches,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 3] = [Variant::Naive, Variant::Warp, Variant::Tiled];
+    pub const ALL: [Variant; 4] = [
+        Variant::Naive,
+        Variant::Warp,
+        Variant::Tiled,
+        Variant::TiledLaunches,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Variant::Naive => "naive",
             Variant::Warp => "warp",
             Variant::Tiled => "tiled",
+            Variant::TiledLaunches => "tiled-launches",
         }
     }
 
@@ -113,26 +124,6 @@ fn warp_stripe(measure: &str, precision: &str, columns: usize) -> usize {
         .unwrap_or(stripes[stripes.len() - 1])
 }
 
-/// The tiled kernel's stripe for `columns` columns: the widest that still
-/// gives 512 tiles side by side (so every SM gets several), else the
-/// narrowest.
-fn tiled_stripe(measure: &str, precision: &str, columns: usize) -> usize {
-    let stripes = tiled_stripes(measure, precision);
-    stripes
-        .iter()
-        .rev()
-        .copied()
-        .find(|&s| columns / (LANES * s) >= 512)
-        .unwrap_or(stripes[0])
-}
-
-/// Rows of a tile of the tiled kernel with `stripe` columns per lane:
-/// square tiles, and at least 256 rows so the wavefront's fill and drain
-/// (31 steps) stay small.
-fn tile_rows(stripe: usize) -> usize {
-    (LANES * stripe).max(256)
-}
-
 /// Every entry point the host may launch, for checking that the embedded
 /// PTX has them all.
 pub fn kernel_names() -> Vec<String> {
@@ -145,6 +136,7 @@ pub fn kernel_names() -> Vec<String> {
             }
             for s in tiled_stripes(measure, precision) {
                 names.push(format!("{measure}_tiled{s}_{precision}"));
+                names.push(format!("{measure}_tiled_launches{s}_{precision}"));
             }
         }
     }
@@ -300,8 +292,8 @@ impl Gpu {
             Some(bytes) => bytes,
             None => driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3,
         };
-        if variant == Variant::Tiled {
-            return self.pairs_one_by_one(measure, params, a, b, budget);
+        if matches!(variant, Variant::Tiled | Variant::TiledLaunches) {
+            return self.pairs_one_by_one(measure, variant, params, a, b, budget);
         }
         let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
         let triangle_matrix = b.is_none();
@@ -436,14 +428,14 @@ impl Gpu {
             // sizes its fields promise (uploaded blocks, `out` of a.count x
             // b.count, a workspace of `chunk` pairs >= pair_count, or none
             // when the kernel needs none).
-            unsafe { self.launch(&kernel.function, blocks, launch) }?;
+            unsafe { self.launch(&kernel.function, blocks, THREADS_PER_BLOCK, launch) }?;
             first_pair += pair_count;
         }
         let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
         Ok(Array2::from_shape_vec((a.count, b.count), values).expect("tile shape"))
     }
 
-    /// Launches `function` on `blocks` blocks of [`THREADS_PER_BLOCK`] with
+    /// Launches `function` on `blocks` blocks of `threads` threads with
     /// `argument` as its one parameter.
     ///
     /// # Safety
@@ -452,6 +444,7 @@ impl Gpu {
         &self,
         function: &CudaFunction,
         blocks: u32,
+        threads: u32,
         argument: A,
     ) -> Result<()>
     where
@@ -459,7 +452,7 @@ impl Gpu {
     {
         let config = LaunchConfig {
             grid_dim: (blocks, 1, 1),
-            block_dim: (THREADS_PER_BLOCK, 1, 1),
+            block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
         let argument = KernelArgument(argument);
@@ -469,101 +462,6 @@ impl Gpu {
             .launch(config)
             .map(|_| ())
             .map_err(gpu_error)
-    }
-
-    /// Every pair of `a` and `b` (or the upper triangle of `a`) with the
-    /// tiled long-pair kernel, one pair after the other.
-    fn pairs_one_by_one<T: Float, P: Copy>(
-        &self,
-        measure: &str,
-        params: P,
-        a: &SeriesSet<T>,
-        b: Option<&SeriesSet<T>>,
-        budget: usize,
-    ) -> Result<Array2<T>> {
-        let triangle = b.is_none();
-        let b = b.unwrap_or(a);
-        let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
-        for i in 0..a.len() {
-            for j in if triangle { i } else { 0 }..b.len() {
-                let value = self.long_pair(
-                    measure,
-                    params,
-                    &a.slice(i..i + 1),
-                    &b.slice(j..j + 1),
-                    budget,
-                )?;
-                out[[i, j]] = value;
-                if triangle {
-                    out[[j, i]] = value;
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// One pair (the single series of `a` against that of `b`) with the
-    /// tiled kernel: the anti-diagonals of tiles in order, one launch each.
-    /// Device memory is linear in the lengths; a pair that does not fit the
-    /// budget is an error before anything is allocated.
-    fn long_pair<T: Float, P: Copy>(
-        &self,
-        measure: &str,
-        params: P,
-        a: &SeriesSet<T>,
-        b: &SeriesSet<T>,
-        budget: usize,
-    ) -> Result<T> {
-        let (n, m) = (a.max_len(), b.max_len());
-        let stripe = tiled_stripe(measure, T::NAME, m);
-        let tile_rows = tile_rows(stripe);
-        let (tiles_down, tiles_across) = tile_counts(n, m, tile_rows, LANES * stripe);
-        let bytes = long_pair_bytes::<T>(a, b, tiles_down);
-        if bytes > budget {
-            return Err(Error::Gpu(format!(
-                "a pair of {n} x {m} samples needs {bytes} bytes of device memory, over the {budget} available"
-            )));
-        }
-        let function = self.function(&format!("{measure}_tiled{stripe}_{}", T::NAME))?;
-        let stream = &self.stream;
-        let (a_set, b_set) = (self.upload(a)?, self.upload(b)?);
-        let border = |len: usize| {
-            stream
-                .clone_htod(&vec![T::INFINITY; len])
-                .map_err(gpu_error)
-        };
-        let rows = border(m + 1)?;
-        let cols = border(n + 1)?;
-        let mut corners = vec![T::INFINITY; tiles_down];
-        corners[0] = T::ZERO;
-        let corners = stream.clone_htod(&corners).map_err(gpu_error)?;
-        let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
-        let out_ptr = poison(stream, &mut out)?;
-        let grid = TileGrid {
-            rows: rows.device_ptr(stream).0 as *mut T,
-            cols: cols.device_ptr(stream).0 as *mut T,
-            corners: corners.device_ptr(stream).0 as *mut T,
-            tile_rows: tile_rows as u64,
-        };
-        let warps_per_block = THREADS_PER_BLOCK as usize / LANES;
-        for diagonal in 0..tiles_down + tiles_across - 1 {
-            let (first, last) = diagonal_tiles(diagonal, tiles_down, tiles_across);
-            let launch = TileLaunch {
-                a: a_set.set_ref(stream),
-                b: b_set.set_ref(stream),
-                params,
-                grid,
-                out: out_ptr as *mut T,
-                diagonal: diagonal as u64,
-            };
-            let blocks = (last - first + 1).div_ceil(warps_per_block) as u32;
-            // SAFETY: the borders hold m + 1, n + 1 and tiles_down values,
-            // `out` one; the series are uploaded; launches on one stream run
-            // in order, so every earlier anti-diagonal is done.
-            unsafe { self.launch(&function, blocks, launch) }?;
-        }
-        let value = stream.clone_dtoh(&out).map_err(gpu_error)?;
-        Ok(value[0])
     }
 
     fn upload<T: Float>(&self, set: &SeriesSet<T>) -> Result<DeviceSet<T>> {
@@ -610,6 +508,7 @@ struct KernelArgument<A>(A);
 // same field types, 64-bit pointers on both).
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PairsLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PipelineLaunch<T, P>> {}
 
 /// A loaded naive or warp kernel and what its launches need.
 struct PairKernel {
@@ -620,18 +519,6 @@ struct PairKernel {
     row_len: usize,
     /// Workspace values per pair; 0 for none.
     workspace_per_pair: usize,
-}
-
-/// Device memory of one pair in the tiled kernel: both series (and their
-/// timestamps and offsets) and the tile borders.
-fn long_pair_bytes<T: Float>(a: &SeriesSet<T>, b: &SeriesSet<T>, tiles_down: usize) -> usize {
-    let series = |s: &SeriesSet<T>| {
-        let samples = s.total_samples();
-        let times = if s.has_timestamps() { samples } else { 0 };
-        (samples * s.dims() + times) * std::mem::size_of::<T>() + 2 * std::mem::size_of::<u64>()
-    };
-    let borders = a.max_len() + b.max_len() + 2 + tiles_down + 1;
-    series(a) + series(b) + borders * std::mem::size_of::<T>()
 }
 
 /// A block of series in device memory.

@@ -4,7 +4,7 @@
 //! which the host's launcher spells the same way.
 
 use crate::warp::{Warp, LANES};
-use crate::{DtwParams, PairsLaunch, Real, SoftDtwParams, TileLaunch, TwedParams};
+use crate::{DtwParams, PairsLaunch, PipelineLaunch, Real, SoftDtwParams, TileLaunch, TwedParams};
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _thread_idx_x};
 
 /// Global index of the calling thread in a 1-D launch.
@@ -92,9 +92,20 @@ macro_rules! warp_kernel {
     };
 }
 
+/// A long pair: every warp of the launch takes column bands and runs right
+/// behind the band to its left; `$stripe` columns per lane.
+macro_rules! tiled_kernel {
+    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: PipelineLaunch<$t, $params>) {
+            launch.run::<GpuWarp, $stripe>(&GpuWarp);
+        }
+    };
+}
+
 /// One anti-diagonal of tiles of a long pair, one warp per tile, `$stripe`
 /// columns per lane.
-macro_rules! tiled_kernel {
+macro_rules! tiled_launches_kernel {
     ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: TileLaunch<$t, $params>) {
@@ -132,7 +143,7 @@ warp_kernel!(twed_warp1_f64, f64, TwedParams<f64>, 1);
 warp_kernel!(twed_warp4_f64, f64, TwedParams<f64>, 4);
 warp_kernel!(twed_warp8_f64, f64, TwedParams<f64>, 8);
 
-// The stripes instantiated here are the host's `gpu::TILED_STRIPES`.
+// The stripes instantiated here are the host's `gpu::tiled_stripes`.
 tiled_kernel!(dtw_tiled4_f32, f32, DtwParams, 4);
 tiled_kernel!(dtw_tiled16_f32, f32, DtwParams, 16);
 tiled_kernel!(dtw_tiled4_f64, f64, DtwParams, 4);
@@ -145,6 +156,18 @@ tiled_kernel!(twed_tiled4_f32, f32, TwedParams<f32>, 4);
 tiled_kernel!(twed_tiled8_f32, f32, TwedParams<f32>, 8);
 tiled_kernel!(twed_tiled4_f64, f64, TwedParams<f64>, 4);
 tiled_kernel!(twed_tiled8_f64, f64, TwedParams<f64>, 8);
+tiled_launches_kernel!(dtw_tiled_launches4_f32, f32, DtwParams, 4);
+tiled_launches_kernel!(dtw_tiled_launches16_f32, f32, DtwParams, 16);
+tiled_launches_kernel!(dtw_tiled_launches4_f64, f64, DtwParams, 4);
+tiled_launches_kernel!(dtw_tiled_launches16_f64, f64, DtwParams, 16);
+tiled_launches_kernel!(soft_dtw_tiled_launches4_f32, f32, SoftDtwParams<f32>, 4);
+tiled_launches_kernel!(soft_dtw_tiled_launches16_f32, f32, SoftDtwParams<f32>, 16);
+tiled_launches_kernel!(soft_dtw_tiled_launches4_f64, f64, SoftDtwParams<f64>, 4);
+tiled_launches_kernel!(soft_dtw_tiled_launches16_f64, f64, SoftDtwParams<f64>, 16);
+tiled_launches_kernel!(twed_tiled_launches4_f32, f32, TwedParams<f32>, 4);
+tiled_launches_kernel!(twed_tiled_launches8_f32, f32, TwedParams<f32>, 8);
+tiled_launches_kernel!(twed_tiled_launches4_f64, f64, TwedParams<f64>, 4);
+tiled_launches_kernel!(twed_tiled_launches8_f64, f64, TwedParams<f64>, 8);
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -1,7 +1,9 @@
 //! Launch parameters shared by host and device, and the mapping from a
 //! thread's pair number to the pair of series it computes.
 
-use crate::warp::{diagonal_tiles, tile_counts, warp_pair, warp_tile, TileGrid, Warp};
+use crate::warp::{
+    diagonal_tiles, pipelined_pair, tile_counts, warp_pair, warp_tile, Pipeline, TileGrid, Warp,
+};
 use crate::{pair_value, Real, Recurrence, RowPair, SetRef};
 
 /// Everything a pairwise kernel needs, passed by value as its one parameter.
@@ -196,6 +198,37 @@ impl<T: Real, P: Recurrence<T>> TileLaunch<T, P> {
             self.diagonal as usize,
             tile_row,
         );
+        if let Some(value) = value {
+            if warp.lane() == 0 {
+                *self.out = value;
+            }
+        }
+    }
+}
+
+/// Everything a launch of the pipelined long-pair kernel needs: the pair
+/// `a.series(0)`, `b.series(0)`, done by all warps of the launch together.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PipelineLaunch<T, P> {
+    pub a: SetRef<T>,
+    pub b: SetRef<T>,
+    pub params: P,
+    pub pipeline: Pipeline<T>,
+    /// Where the warp of the last band writes the pair's value.
+    pub out: *mut T,
+}
+
+impl<T: Real, P: Recurrence<T>> PipelineLaunch<T, P> {
+    /// This warp's share of the pair, `S` columns per lane.
+    ///
+    /// # Safety
+    /// All lanes of the warp call it together; pointers valid as documented.
+    #[inline(always)]
+    pub unsafe fn run<W: Warp, const S: usize>(&self, warp: &W) {
+        let a = self.a.series(0);
+        let b = self.b.series(0);
+        let value = pipelined_pair::<T, P, W, S>(warp, &self.params, &a, &b, &self.pipeline);
         if let Some(value) = value {
             if warp.lane() == 0 {
                 *self.out = value;

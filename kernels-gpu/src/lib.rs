@@ -29,7 +29,7 @@ pub mod twed;
 pub mod warp;
 
 pub use dtw::DtwParams;
-pub use launch::{PairsLaunch, TileLaunch};
+pub use launch::{PairsLaunch, PipelineLaunch, TileLaunch};
 pub use real::Real;
 pub use rows::{pair_value, Neighbours, Recurrence, RowPair};
 pub use series::{Sample, Series, SetRef};

@@ -24,6 +24,7 @@
 use crate::{Neighbours, Real, Recurrence, Series};
 use core::array::from_fn;
 use core::ptr::{null, null_mut};
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Lanes of a GPU warp.
 pub const LANES: usize = 32;
@@ -47,6 +48,14 @@ pub trait Warp {
     /// # Safety
     /// Called by all lanes together, `source < Self::LANES`.
     unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T;
+    /// Called in each round of a spin-wait on another warp's progress.
+    fn spin(&self) {}
+}
+
+/// `value` of lane `source`, for integers (shuffles move bits).
+#[inline(always)]
+unsafe fn broadcast_u32<W: Warp>(warp: &W, value: u32, source: usize) -> u32 {
+    warp.broadcast(f32::from_bits(value), source).to_bits()
 }
 
 /// A block of the cost matrix: cells `(row0 + 1 ..= row0 + rows) x
@@ -75,6 +84,35 @@ pub struct Block<T> {
     /// the block's rows. Needs `cols == lanes * S`. May be `left`: each row
     /// is read long before it is written.
     pub right: *mut T,
+    /// If not null, the left border is being written while this block runs:
+    /// its rows `row0 + 1 ..= row0 + *left_ready` are complete. The block
+    /// waits for each 32 rows before it reads them.
+    pub left_ready: *const u32,
+    /// If not null, after each 32 rows (and the last) of the right border
+    /// are written, the count of rows written so far is stored here (with
+    /// release ordering) for the block to the right.
+    pub right_ready: *mut u32,
+}
+
+impl<T: Real> Block<T> {
+    /// A block with no borders in memory: the matrix's top-left corner
+    /// region of `rows x cols`, corner 0.
+    #[inline(always)]
+    pub fn top_left(rows: usize, cols: usize) -> Self {
+        Block {
+            row0: 0,
+            rows,
+            col0: 0,
+            cols,
+            corner: T::ZERO,
+            top: null(),
+            left: null(),
+            bottom: null_mut(),
+            right: null_mut(),
+            left_ready: null(),
+            right_ready: null_mut(),
+        }
+    }
 }
 
 /// Computes `block` with `S` columns per lane and returns its bottom-right
@@ -85,6 +123,34 @@ pub struct Block<T> {
 /// the `a.len x b.len` matrix; the border pointers are valid as documented.
 #[inline(always)]
 pub unsafe fn warp_block<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
+    warp: &W,
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    block: &Block<T>,
+) -> T {
+    // Univariate series get a copy of the driver of their own, where the
+    // cell updates' multivariate paths (a loop over the dimensions per
+    // cell, and the registers it holds) fold away.
+    if a.dims == 1 {
+        let (a, b) = (Series { dims: 1, ..*a }, Series { dims: 1, ..*b });
+        block_steps::<T, M, W, S>(warp, measure, &a, &b, block)
+    } else {
+        block_steps::<T, M, W, S>(warp, measure, a, b, block)
+    }
+}
+
+/// Waits until `*ready >= rows` (another warp's progress).
+#[inline(always)]
+unsafe fn wait_for<W: Warp>(warp: &W, ready: *const u32, rows: usize) {
+    let ready = AtomicU32::from_ptr(ready as *mut u32);
+    while (ready.load(Ordering::Acquire) as usize) < rows {
+        warp.spin();
+    }
+}
+
+#[inline(always)]
+unsafe fn block_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     warp: &W,
     measure: &M,
     a: &Series<T>,
@@ -109,10 +175,14 @@ pub unsafe fn warp_block<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         }
     };
     let has_left = !block.left.is_null();
-    // Cell `(row0 + 1 + r, col0)` of the left border, infinite past the block.
-    let left_border = |r: usize| {
-        if has_left && r < block.rows {
-            *block.left.add(block.row0 + 1 + r)
+    // Rows `r .. r + LANES` (counted from 0) of the left border, one a
+    // lane: cell `(row0 + 1 + r + lane, col0)`, infinite past the block.
+    let left_chunk = |r: usize| {
+        if !block.left_ready.is_null() {
+            wait_for(warp, block.left_ready, (r + W::LANES).min(block.rows));
+        }
+        if has_left && r + lane < block.rows {
+            *block.left.add(block.row0 + 1 + r + lane)
         } else {
             T::INFINITY
         }
@@ -127,8 +197,8 @@ pub unsafe fn warp_block<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         top(clamp(first - 1))
     };
     // Lane 0's left border, 32 rows a chunk, one chunk ahead.
-    let mut chunk = left_border(lane);
-    let mut next_chunk = left_border(W::LANES + lane);
+    let mut chunk = left_chunk(0);
+    let mut next_chunk = left_chunk(W::LANES);
     let mut next_row = measure.row(a, block.row0 + 1);
 
     let banded = measure.banded();
@@ -142,7 +212,7 @@ pub unsafe fn warp_block<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         };
         if has_left && t % W::LANES == W::LANES - 1 {
             chunk = next_chunk;
-            next_chunk = left_border(t + 1 + W::LANES + lane);
+            next_chunk = left_chunk(t + 1 + W::LANES);
         }
         let left = if lane == 0 { border } else { from_lane_before };
         // The row of this step, counted from 0; wraps for lanes not started.
@@ -178,6 +248,12 @@ pub unsafe fn warp_block<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
             diag = left;
             if !block.right.is_null() && lane == W::LANES - 1 {
                 *block.right.add(i) = cells[S - 1];
+                if !block.right_ready.is_null() && ((r + 1) % W::LANES == 0 || r + 1 == block.rows)
+                {
+                    // Release: the rows stored above are visible to whoever
+                    // reads this count with acquire ordering.
+                    AtomicU32::from_ptr(block.right_ready).store((r + 1) as u32, Ordering::Release);
+                }
             }
         }
     }
@@ -247,15 +323,11 @@ pub unsafe fn warp_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     for band in 0..bands {
         let col0 = band * width;
         let block = Block {
-            row0: 0,
-            rows: a.len,
             col0,
-            cols: width.min(b.len - col0),
             corner: if band == 0 { T::ZERO } else { T::INFINITY },
-            top: null(),
             left: if band == 0 { null() } else { border },
-            bottom: null_mut(),
             right: if band + 1 < bands { border } else { null_mut() },
+            ..Block::top_left(a.len, width.min(b.len - col0))
         };
         value = warp_block::<T, M, W, S>(warp, measure, a, b, &block);
     }
@@ -338,10 +410,87 @@ pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         left: grid.cols,
         bottom: grid.rows,
         right: if last_col { null_mut() } else { grid.cols },
+        left_ready: null(),
+        right_ready: null_mut(),
     };
     let value = warp_block::<T, M, W, S>(warp, measure, a, b, &block);
     if warp.lane() == 0 {
         *grid.corners.add(tile_row) = next_corner;
     }
     (last_col && tile_row + 1 == tile_rows).then_some(value)
+}
+
+/// What the warps of a pipelined long pair share (see [`pipelined_pair`]),
+/// in device memory, zeroed before the launch: `borders` holds two columns
+/// of `a.len + 1` values, `ready` one count per band, `next_band` one.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Pipeline<T> {
+    pub borders: *mut T,
+    pub ready: *mut u32,
+    pub next_band: *mut u32,
+}
+
+/// One long pair by all the warps of a launch at once: the matrix is cut
+/// into column bands of `lanes * S` columns, each a single block of all
+/// rows. A warp takes the next band (an atomic counter, so every band a
+/// warp waits for belongs to a warp that is already running), and runs
+/// right behind the warp of the band to its left, reading that band's
+/// right column as it is written, 32 rows at a time, through a readiness
+/// count. Bands alternate between two border columns: band `k + 2`
+/// overwrites a row of band `k`'s border only after band `k + 1` has
+/// passed that row, hence read it. Memory is linear in the lengths, and
+/// one launch does the whole pair. Returns the pair's value from the warp
+/// that did the last band, `None` from the others.
+///
+/// # Safety
+/// As [`warp_block`]; `pipeline` is valid, zeroed, and not shared with
+/// another pair.
+#[inline(always)]
+pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
+    warp: &W,
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    pipeline: &Pipeline<T>,
+) -> Option<T> {
+    let width = W::LANES * S;
+    let bands = b.len.div_ceil(width);
+    let border = |band: usize| pipeline.borders.add((band % 2) * (a.len + 1));
+    let mut value = None;
+    loop {
+        let taken = if warp.lane() == 0 {
+            AtomicU32::from_ptr(pipeline.next_band).fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        };
+        let band = broadcast_u32(warp, taken, 0) as usize;
+        if band >= bands {
+            return value;
+        }
+        let col0 = band * width;
+        let first = band == 0;
+        let last = band + 1 == bands;
+        let block = Block {
+            col0,
+            corner: if first { T::ZERO } else { T::INFINITY },
+            left: if first { null() } else { border(band - 1) },
+            left_ready: if first {
+                null()
+            } else {
+                pipeline.ready.add(band - 1)
+            },
+            right: if last { null_mut() } else { border(band) },
+            right_ready: if last {
+                null_mut()
+            } else {
+                pipeline.ready.add(band)
+            },
+            ..Block::top_left(a.len, width.min(b.len - col0))
+        };
+        let result = warp_block::<T, M, W, S>(warp, measure, a, b, &block);
+        if last {
+            value = Some(result);
+        }
+    }
 }

@@ -48,6 +48,11 @@ impl<const N: usize> Warp for EmulatedLane<'_, N> {
     unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T {
         self.swap(value, source)
     }
+
+    fn spin(&self) {
+        // More threads than cores: let the warp being waited for run.
+        std::thread::yield_now();
+    }
 }
 
 /// Plain data that the lanes' threads may share: the drivers take raw
@@ -68,21 +73,35 @@ impl<T: Copy> Shared<T> {
 /// Runs `body` on every lane of an emulated `N`-lane warp, each on its own
 /// thread, and returns lane 0's result.
 pub fn run_warp<const N: usize, R: Send>(body: impl Fn(&EmulatedLane<'_, N>) -> R + Sync) -> R {
-    let exchange = Exchange {
-        slots: (0..N).map(|_| AtomicU64::new(0)).collect(),
-        barrier: Barrier::new(N),
-    };
+    run_warps::<N, R>(1, body).swap_remove(0)
+}
+
+/// Runs `body` on `warps` emulated `N`-lane warps at once (a launch of
+/// that many warps: they may wait on each other), and returns each warp's
+/// lane 0 result.
+pub fn run_warps<const N: usize, R: Send>(
+    warps: usize,
+    body: impl Fn(&EmulatedLane<'_, N>) -> R + Sync,
+) -> Vec<R> {
+    let exchanges: Vec<Exchange> = (0..warps)
+        .map(|_| Exchange {
+            slots: (0..N).map(|_| AtomicU64::new(0)).collect(),
+            barrier: Barrier::new(N),
+        })
+        .collect();
     std::thread::scope(|scope| {
-        let lanes: Vec<_> = (0..N)
-            .map(|lane| {
-                let (exchange, body) = (&exchange, &body);
+        let lanes: Vec<_> = exchanges
+            .iter()
+            .flat_map(|exchange| (0..N).map(move |lane| (lane, exchange)))
+            .map(|(lane, exchange)| {
+                let body = &body;
                 scope.spawn(move || body(&EmulatedLane { lane, exchange }))
             })
             .collect();
-        let mut results: Vec<R> = lanes
+        lanes
             .into_iter()
             .map(|lane| lane.join().expect("an emulated lane panicked"))
-            .collect();
-        results.swap_remove(0)
+            .step_by(N)
+            .collect()
     })
 }

@@ -1,0 +1,186 @@
+//! Long pairs, one at a time over the whole GPU: the tiled kernels
+//! (pipelined column bands in one launch, or square tiles an anti-diagonal
+//! per launch). Device memory is linear in the lengths.
+
+use super::{gpu_error, poison, tiled_stripes, Gpu, Variant, THREADS_PER_BLOCK};
+use crate::{Error, Float, Result, SeriesSet};
+use cudarc::driver::DevicePtr;
+use ndarray::Array2;
+use timewarp_kernels::warp::{diagonal_tiles, tile_counts, Pipeline, TileGrid, LANES};
+use timewarp_kernels::{PipelineLaunch, TileLaunch};
+
+/// The tiled kernels' stripe for `columns` columns: the widest that still
+/// gives 512 bands or tiles side by side (several warps on every SM), else
+/// the narrowest.
+fn tiled_stripe(measure: &str, precision: &str, columns: usize) -> usize {
+    let stripes = tiled_stripes(measure, precision);
+    stripes
+        .iter()
+        .rev()
+        .copied()
+        .find(|&s| columns / (LANES * s) >= 512)
+        .unwrap_or(stripes[0])
+}
+
+/// Rows of a tile of the per-anti-diagonal kernel with `stripe` columns per
+/// lane: square tiles, at least 256 rows so that the wavefront's fill and
+/// drain (31 steps) stay small.
+fn tile_rows(stripe: usize) -> usize {
+    (LANES * stripe).max(256)
+}
+
+/// Device memory of one pair: both series (values, timestamps, offsets)
+/// and `borders` values and `flags` counters.
+fn pair_bytes<T: Float>(a: &SeriesSet<T>, b: &SeriesSet<T>, borders: usize, flags: usize) -> usize {
+    let series = |s: &SeriesSet<T>| {
+        let samples = s.total_samples();
+        let times = if s.has_timestamps() { samples } else { 0 };
+        (samples * s.dims() + times) * std::mem::size_of::<T>() + 2 * std::mem::size_of::<u64>()
+    };
+    series(a) + series(b) + borders * std::mem::size_of::<T>() + flags * std::mem::size_of::<u32>()
+}
+
+impl Gpu {
+    /// Every pair of `a` and `b` (or the upper triangle of `a`) with a tiled
+    /// kernel, one pair after the other.
+    pub(super) fn pairs_one_by_one<T: Float, P: Copy>(
+        &self,
+        measure: &str,
+        variant: Variant,
+        params: P,
+        a: &SeriesSet<T>,
+        b: Option<&SeriesSet<T>>,
+        budget: usize,
+    ) -> Result<Array2<T>> {
+        let triangle = b.is_none();
+        let b = b.unwrap_or(a);
+        let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
+        for i in 0..a.len() {
+            for j in if triangle { i } else { 0 }..b.len() {
+                let (x, y) = (a.slice(i..i + 1), b.slice(j..j + 1));
+                let value = if variant == Variant::TiledLaunches {
+                    self.pair_by_tile_diagonals(measure, params, &x, &y, budget)
+                } else {
+                    self.pair_pipelined(measure, params, &x, &y, budget)
+                }?;
+                out[[i, j]] = value;
+                if triangle {
+                    out[[j, i]] = value;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One pair (the single series of `a` against that of `b`) in one
+    /// launch: column bands, each warp right behind the band to its left.
+    fn pair_pipelined<T: Float, P: Copy>(
+        &self,
+        measure: &str,
+        params: P,
+        a: &SeriesSet<T>,
+        b: &SeriesSet<T>,
+        budget: usize,
+    ) -> Result<T> {
+        let (n, m) = (a.max_len(), b.max_len());
+        let stripe = tiled_stripe(measure, T::NAME, m);
+        let bands = m.div_ceil(LANES * stripe);
+        check_fits(n, m, pair_bytes(a, b, 2 * (n + 1), bands + 1), budget)?;
+        let function = self.function(&format!("{measure}_tiled{stripe}_{}", T::NAME))?;
+        let stream = &self.stream;
+        let (a_set, b_set) = (self.upload(a)?, self.upload(b)?);
+        let borders = stream.alloc_zeros::<T>(2 * (n + 1)).map_err(gpu_error)?;
+        let flags = stream.alloc_zeros::<u32>(bands + 1).map_err(gpu_error)?;
+        let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+        let out_ptr = poison(stream, &mut out)?;
+        let flags_ptr = flags.device_ptr(stream).0 as *mut u32;
+        let launch = PipelineLaunch {
+            a: a_set.set_ref(stream),
+            b: b_set.set_ref(stream),
+            params,
+            pipeline: Pipeline {
+                borders: borders.device_ptr(stream).0 as *mut T,
+                ready: flags_ptr,
+                // SAFETY: `flags` holds bands + 1 counters.
+                next_band: unsafe { flags_ptr.add(bands) },
+            },
+            out: out_ptr as *mut T,
+        };
+        let warps_per_block = THREADS_PER_BLOCK as usize / LANES;
+        // A warp a band: the atomic band counter hands the bands out in
+        // the order the warps start, so none waits for a warp not running.
+        let blocks = bands.div_ceil(warps_per_block) as u32;
+        // SAFETY: the borders hold 2 (n + 1) values, the flags bands + 1
+        // zeroed counters, `out` one value; the series are uploaded.
+        unsafe { self.launch(&function, blocks, THREADS_PER_BLOCK, launch) }?;
+        Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
+    }
+
+    /// One pair in square tiles, the anti-diagonals of tiles in order, one
+    /// launch each, a warp a tile.
+    fn pair_by_tile_diagonals<T: Float, P: Copy>(
+        &self,
+        measure: &str,
+        params: P,
+        a: &SeriesSet<T>,
+        b: &SeriesSet<T>,
+        budget: usize,
+    ) -> Result<T> {
+        let (n, m) = (a.max_len(), b.max_len());
+        let stripe = tiled_stripe(measure, T::NAME, m);
+        let tile_rows = tile_rows(stripe);
+        let (tiles_down, tiles_across) = tile_counts(n, m, tile_rows, LANES * stripe);
+        check_fits(n, m, pair_bytes(a, b, n + m + 2 + tiles_down, 0), budget)?;
+        let function = self.function(&format!("{measure}_tiled_launches{stripe}_{}", T::NAME))?;
+        let stream = &self.stream;
+        let (a_set, b_set) = (self.upload(a)?, self.upload(b)?);
+        let border = |len: usize| {
+            stream
+                .clone_htod(&vec![T::INFINITY; len])
+                .map_err(gpu_error)
+        };
+        let rows = border(m + 1)?;
+        let cols = border(n + 1)?;
+        let mut corners = vec![T::INFINITY; tiles_down];
+        corners[0] = T::ZERO;
+        let corners = stream.clone_htod(&corners).map_err(gpu_error)?;
+        let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+        let out_ptr = poison(stream, &mut out)?;
+        let grid = TileGrid {
+            rows: rows.device_ptr(stream).0 as *mut T,
+            cols: cols.device_ptr(stream).0 as *mut T,
+            corners: corners.device_ptr(stream).0 as *mut T,
+            tile_rows: tile_rows as u64,
+        };
+        for diagonal in 0..tiles_down + tiles_across - 1 {
+            let (first, last) = diagonal_tiles(diagonal, tiles_down, tiles_across);
+            let launch = TileLaunch {
+                a: a_set.set_ref(stream),
+                b: b_set.set_ref(stream),
+                params,
+                grid,
+                out: out_ptr as *mut T,
+                diagonal: diagonal as u64,
+            };
+            // A block a tile: the few tiles of an anti-diagonal spread over
+            // as many SMs.
+            let blocks = (last - first + 1) as u32;
+            // SAFETY: the borders hold m + 1, n + 1 and tiles_down values,
+            // `out` one; the series are uploaded; launches on one stream run
+            // in order, so every earlier anti-diagonal is done.
+            unsafe { self.launch(&function, blocks, LANES as u32, launch) }?;
+        }
+        Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
+    }
+}
+
+/// A pair that does not fit the budget is an error before anything is
+/// allocated.
+fn check_fits(n: usize, m: usize, bytes: usize, budget: usize) -> Result<()> {
+    if bytes > budget {
+        return Err(Error::Gpu(format!(
+            "a pair of {n} x {m} samples needs {bytes} bytes of device memory, over the {budget} available"
+        )));
+    }
+    Ok(())
+}
