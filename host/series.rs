@@ -43,6 +43,13 @@ impl<T: Float> SeriesSet<T> {
             if len == 0 {
                 return Err(Error::InvalidInput(format!("series {index} is empty")));
             }
+            // The kernels index samples in 32 bits.
+            if len > u32::MAX as usize {
+                return Err(Error::InvalidInput(format!(
+                    "series {index} has {len} samples; at most {} are supported",
+                    u32::MAX
+                )));
+            }
             if d == 0 {
                 return Err(Error::InvalidInput(format!(
                     "series {index} has samples of 0 dimensions"

@@ -98,10 +98,11 @@ impl<T: Real> Series<T> {
 
 /// A sample as the DTW-family cell updates see it: its 0-based index, and
 /// its first value, which is the whole sample of a univariate series and
-/// can then live in a register.
+/// can then live in a register. The index is 32 bits (series are shorter
+/// than 2^32 samples, `SeriesSet` checks) to halve its registers.
 #[derive(Clone, Copy, Debug)]
 pub struct Sample<T> {
-    pub index: usize,
+    pub index: u32,
     pub first: T,
 }
 
@@ -113,7 +114,7 @@ impl<T: Real> Series<T> {
     #[inline(always)]
     pub unsafe fn sample(&self, t: usize) -> Sample<T> {
         Sample {
-            index: t,
+            index: t as u32,
             first: self.value(t, 0),
         }
     }
@@ -129,7 +130,7 @@ impl<T: Real> Series<T> {
             let diff = s.first - t.first;
             diff * diff
         } else {
-            self.squared_distance(s.index, other, t.index)
+            self.squared_distance(s.index as usize, other, t.index as usize)
         }
     }
 }

@@ -86,7 +86,8 @@ pub fn twed_cell<T: Real>(
 /// univariate series), their times, and the cost of deleting sample `k`.
 #[derive(Clone, Copy, Debug)]
 pub struct TwedSample<T> {
-    index: usize,
+    /// 32 bits, like [`crate::Sample`]'s.
+    index: u32,
     value: T,
     previous_value: T,
     time: T,
@@ -110,7 +111,7 @@ impl<T: Real> TwedParams<T> {
             lp_distance(self.degree, s, k, s, k - 1)
         };
         TwedSample {
-            index: k,
+            index: k as u32,
             value,
             previous_value,
             time,
@@ -146,8 +147,8 @@ impl<T: Real> Recurrence<T> for TwedParams<T> {
         let distances = if a.dims == 1 {
             (row.value - column.value).abs() + (row.previous_value - column.previous_value).abs()
         } else {
-            lp_distance(self.degree, a, row.index, b, column.index)
-                + lp_distance(self.degree, a, row.index - 1, b, column.index - 1)
+            let (i, j) = (row.index as usize, column.index as usize);
+            lp_distance(self.degree, a, i, b, j) + lp_distance(self.degree, a, i - 1, b, j - 1)
         };
         let match_cost = distances
             + self.nu

@@ -86,9 +86,9 @@ pub struct Block<T> {
     pub right: *mut T,
     /// If not null, the left border is being written while this block runs:
     /// its rows `row0 + 1 ..= row0 + *left_ready` are complete. The block
-    /// waits for each 32 rows before it reads them.
+    /// waits for each chunk of rows before it reads them.
     pub left_ready: *const u32,
-    /// If not null, after each 32 rows (and the last) of the right border
+    /// If not null, after every few rows (and the last) of the right border
     /// are written, the count of rows written so far is stored here (with
     /// release ordering) for the block to the right.
     pub right_ready: *mut u32,
@@ -140,6 +140,20 @@ pub unsafe fn warp_block<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     }
 }
 
+/// Rows a warp publishes at a time to the warp following it (see
+/// [`Block::right_ready`]): few, so the follower can run close behind (it
+/// trails by the wavefront's skew of `lanes - 1` rows plus about two of
+/// these), enough that the release stores and the follower's polling stay
+/// cheap.
+#[inline(always)]
+const fn ready_rows<W: Warp>() -> usize {
+    if W::LANES < 8 {
+        W::LANES
+    } else {
+        8
+    }
+}
+
 /// Waits until `*ready >= rows` (another warp's progress).
 #[inline(always)]
 unsafe fn wait_for<W: Warp>(warp: &W, ready: *const u32, rows: usize) {
@@ -175,13 +189,23 @@ unsafe fn block_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         }
     };
     let has_left = !block.left.is_null();
-    // Rows `r .. r + LANES` (counted from 0) of the left border, one a
+    // A left border being written while this block runs comes in chunks
+    // of `READY_ROWS` rows (the rows the warp to the left publishes at a
+    // time), so that this warp runs close behind it; a finished one in
+    // chunks of a row a lane. Either way one chunk ahead, to hide the loads.
+    let following = !block.left_ready.is_null();
+    let chunk_len = if following {
+        ready_rows::<W>()
+    } else {
+        W::LANES
+    };
+    // Rows `r .. r + chunk_len` (counted from 0) of the left border, one a
     // lane: cell `(row0 + 1 + r + lane, col0)`, infinite past the block.
     let left_chunk = |r: usize| {
-        if !block.left_ready.is_null() {
-            wait_for(warp, block.left_ready, (r + W::LANES).min(block.rows));
+        if following {
+            wait_for(warp, block.left_ready, (r + chunk_len).min(block.rows));
         }
-        if has_left && r + lane < block.rows {
+        if has_left && lane < chunk_len && r + lane < block.rows {
             *block.left.add(block.row0 + 1 + r + lane)
         } else {
             T::INFINITY
@@ -198,21 +222,23 @@ unsafe fn block_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     };
     // Lane 0's left border, 32 rows a chunk, one chunk ahead.
     let mut chunk = left_chunk(0);
-    let mut next_chunk = left_chunk(W::LANES);
+    let mut next_chunk = left_chunk(chunk_len);
     let mut next_row = measure.row(a, block.row0 + 1);
 
     let banded = measure.banded();
     let steps = block.rows + lanes_used - 1;
     for t in 0..steps {
         let from_lane_before = warp.shuffle_up(cells[S - 1]);
+        // chunk_len is a power of two.
+        let in_chunk = t & (chunk_len - 1);
         let border = if has_left {
-            warp.broadcast(chunk, t % W::LANES)
+            warp.broadcast(chunk, in_chunk)
         } else {
             T::INFINITY
         };
-        if has_left && t % W::LANES == W::LANES - 1 {
+        if has_left && in_chunk == chunk_len - 1 {
             chunk = next_chunk;
-            next_chunk = left_chunk(t + 1 + W::LANES);
+            next_chunk = left_chunk(t + 1 + chunk_len);
         }
         let left = if lane == 0 { border } else { from_lane_before };
         // The row of this step, counted from 0; wraps for lanes not started.
@@ -436,7 +462,7 @@ pub struct Pipeline<T> {
 /// rows. A warp takes the next band (an atomic counter, so every band a
 /// warp waits for belongs to a warp that is already running), and runs
 /// right behind the warp of the band to its left, reading that band's
-/// right column as it is written, 32 rows at a time, through a readiness
+/// right column as it is written, a few rows at a time, through a readiness
 /// count. Bands alternate between two border columns: band `k + 2`
 /// overwrites a row of band `k`'s border only after band `k + 1` has
 /// passed that row, hence read it. Memory is linear in the lengths, and
