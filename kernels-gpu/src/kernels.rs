@@ -71,10 +71,32 @@ impl Warp for GpuWarp {
     }
 
     #[inline(always)]
+    unsafe fn load_acquire(&self, counter: *const u32) -> u32 {
+        // GPU scope: the default (system) scope of Rust's atomics makes
+        // every release a system-wide memory barrier, thousands of cycles.
+        let value: u32;
+        core::arch::asm!(
+            "ld.acquire.gpu.global.u32 {value}, [{counter}];",
+            value = out(reg32) value,
+            counter = in(reg64) counter,
+        );
+        value
+    }
+
+    #[inline(always)]
+    unsafe fn store_release(&self, counter: *mut u32, value: u32) {
+        core::arch::asm!(
+            "st.release.gpu.global.u32 [{counter}], {value};",
+            counter = in(reg64) counter,
+            value = in(reg32) value,
+        );
+    }
+
+    #[inline(always)]
     fn spin(&self) {
         // Leave the SM's issue slots to the warps doing work meanwhile.
         // SAFETY: only suspends this warp for about that long.
-        unsafe { nanosleep(64) }
+        unsafe { nanosleep(32) }
     }
 }
 

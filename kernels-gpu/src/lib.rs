@@ -10,7 +10,13 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, core_intrinsics, link_llvm_intrinsics),
+    feature(
+        abi_ptx,
+        stdarch_nvptx,
+        core_intrinsics,
+        link_llvm_intrinsics,
+        asm_experimental_arch
+    ),
     allow(internal_features)
 )]
 

@@ -83,9 +83,13 @@ impl<T: Real> Series<T> {
     /// Squared Euclidean distance between sample `s` of `self` and sample `t`
     /// of `other` (same `dims`).
     ///
+    /// Not inlined: the warp driver unrolls the cell update over a lane's
+    /// stripe, and this loop (with the registers it holds) would be copied
+    /// into every unrolled cell; univariate series never call it.
+    ///
     /// # Safety
     /// Indices in range.
-    #[inline(always)]
+    #[inline(never)]
     pub unsafe fn squared_distance(&self, s: usize, other: &Series<T>, t: usize) -> T {
         let mut sum = T::ZERO;
         for d in 0..self.dims {

@@ -50,6 +50,22 @@ pub trait Warp {
     unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T;
     /// Called in each round of a spin-wait on another warp's progress.
     fn spin(&self) {}
+    /// `*counter`, read with acquire ordering at the scope of the warps
+    /// of a launch: what the writer stored before its release store of
+    /// the value read is visible afterwards.
+    ///
+    /// # Safety
+    /// `counter` is valid.
+    unsafe fn load_acquire(&self, counter: *const u32) -> u32 {
+        AtomicU32::from_ptr(counter as *mut u32).load(Ordering::Acquire)
+    }
+    /// `*counter = value` with release ordering at the same scope.
+    ///
+    /// # Safety
+    /// `counter` is valid.
+    unsafe fn store_release(&self, counter: *mut u32, value: u32) {
+        AtomicU32::from_ptr(counter).store(value, Ordering::Release)
+    }
 }
 
 /// `value` of lane `source`, for integers (shuffles move bits).
@@ -157,8 +173,7 @@ const fn ready_rows<W: Warp>() -> usize {
 /// Waits until `*ready >= rows` (another warp's progress).
 #[inline(always)]
 unsafe fn wait_for<W: Warp>(warp: &W, ready: *const u32, rows: usize) {
-    let ready = AtomicU32::from_ptr(ready as *mut u32);
-    while (ready.load(Ordering::Acquire) as usize) < rows {
+    while (warp.load_acquire(ready) as usize) < rows {
         warp.spin();
     }
 }
@@ -278,7 +293,7 @@ unsafe fn block_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
                 {
                     // Release: the rows stored above are visible to whoever
                     // reads this count with acquire ordering.
-                    AtomicU32::from_ptr(block.right_ready).store((r + 1) as u32, Ordering::Release);
+                    warp.store_release(block.right_ready, (r + 1) as u32);
                 }
             }
         }
