@@ -731,3 +731,51 @@ fn gpu_distance_matches_cpu_on_multivariate_sets() {
         }
     }
 }
+
+/// benches/ptxas_report.sh's parser (the GPU machine runs ptxas; here a
+/// hand-written `ptxas -v` log in the formats ptxas prints).
+#[test]
+fn ptxas_report_parses_ptxas_output() {
+    let log = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'dtw_naive_f32' for 'sm_90'
+ptxas info    : Function properties for dtw_naive_f32
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers, 456 bytes cmem[0]
+ptxas info    : Compile time = 3.021 ms
+ptxas info    : Function properties for a_device_function
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Compiling entry function 'twed_wave_f64' for 'sm_90'
+ptxas info    : Function properties for twed_wave_f64
+    24 bytes stack frame, 12 bytes spill stores, 20 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem, 456 bytes cmem[0], 8 bytes cmem[2]
+ptxas info    : Compiling entry function 'soft_dtw_naive_f64' for 'sm_90'
+ptxas info    : Used 64 registers, 368 bytes cmem[0]
+";
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ptxas_report.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .args(["--from-log", "-"])
+        .write_stdin(log)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let table = String::from_utf8(output.stdout).unwrap();
+    let expected = "\
+| kernel | registers | barriers | static smem (B) | stack frame (B) | spill stores (B) | spill loads (B) |
+|---|---:|---:|---:|---:|---:|---:|
+| dtw_naive_f32 | 40 | 0 | 0 | 0 | 0 | 0 |
+| twed_wave_f64 | 255 | 1 | 2048 | 24 | 12 | 20 |
+| soft_dtw_naive_f64 | 64 | ? | 0 | ? | ? | ? |
+";
+    assert_eq!(table, expected);
+    // No entry function: a failure, not an empty table.
+    Command::new("bash")
+        .arg(&script)
+        .args(["--from-log", "-"])
+        .write_stdin("ptxas info    : 0 bytes gmem\n")
+        .assert()
+        .failure()
+        .stdout("");
+}
