@@ -94,7 +94,7 @@ fn main() {
             }
             if !skip {
                 println!(
-                    "cargo:warning=once that is fixed, `touch build.rs` and build again for the kernels"
+                    "cargo:warning=if the fix is outside kernels-gpu/, `touch build.rs` to build the kernels again"
                 );
             }
             generated += "pub const PTX: &str = \"\";\n";
@@ -206,7 +206,8 @@ fn ensure_toolchain(kernel_dir: &Path, channel: &str) -> Result<String, String> 
             .find(|line| line.starts_with("error"))
             .unwrap_or("see below");
         return Err(format!(
-            "{missing}, and `{command}` failed: {first_error}\n{}",
+            "{missing}, and rustup could not install it: {}\n`{command}` said:\n{}",
+            shorten(first_error),
             stderr.trim()
         ));
     }
@@ -273,9 +274,20 @@ fn run_kernel_build(
         .find(|line| line.starts_with("error"))
         .unwrap_or("see below");
     Err(format!(
-        "compiling the kernels for {cpu} with {channel} failed: {first_error}\n\
-         `cargo +{channel} rustc --target nvptx64-nvidia-cuda` said:\n{stderr}"
+        "compiling the kernels for {cpu} with {channel} failed: {}\n\
+         `cargo +{channel} rustc --target nvptx64-nvidia-cuda` said:\n{stderr}",
+        shorten(first_error)
     ))
+}
+
+/// `line`, cut to 150 characters: the first line of a build error is shown
+/// on its own, in one line on stderr.
+fn shorten(line: &str) -> String {
+    const MAX: usize = 150;
+    match line.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}...", &line[..end]),
+        None => line.to_string(),
+    }
 }
 
 /// A `rustup` proxy call of `tool` in `dir`, with the variables that the
