@@ -3,10 +3,10 @@
 #   ../shared/tools/stage-gpu --benches --bin timewarp
 # then, with the device tool (carry .gpu and target/release/timewarp, which
 # the CLI tests run by its build-time path):
-#   bash benches/gpu_session.sh [tests] [cli] [bench] [criterion]   (default: all)
+#   bash benches/gpu_session.sh [tests] [cli] [ptxas] [bench] [criterion]   (default: all)
 # Logs and JSON land in $OUT.
 set -u
-parts=${*:-tests cli bench criterion}
+parts=${*:-tests cli ptxas bench criterion}
 want() { [[ " $parts " == *" $1 "* ]]; }
 out=${OUT:-/tmp}
 tw=.gpu/bin/timewarp
@@ -42,6 +42,11 @@ want cli && {
     done
   done
 } 2>&1 | tee "$out/cmd.log"
+
+if want ptxas; then
+  note "ptxas -v, sm_90"
+  bash benches/ptxas_report.sh | tee "$out/ptxas_report.md" || status=$?
+fi
 
 if want bench; then
   # Same number of cells (1.7e10) per case: 1024 x 1024 pairs of length 128

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use timewarp::formats::{self, Dataset};
-use timewarp::gpu::Gpu;
+use timewarp::gpu::{self, Gpu};
 use timewarp::{
     Backend, ComputeOptions, Device, Dtw, Error, Float, Metric, Precision, SeriesSet, SoftDtw, Twed,
 };
@@ -55,7 +55,7 @@ enum Command {
     Knn(knn::Args),
     /// Version, GPUs and kernels found, CPU threads
     #[command(after_help = info::EXAMPLES)]
-    Info,
+    Info(info::Args),
     /// Times every measure and backend on generated data
     #[command(after_help = bench::EXAMPLES)]
     Bench(bench::Args),
@@ -68,7 +68,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Distance(args) => distance::run(args),
         Command::Knn(args) => knn::run(args),
-        Command::Info => info::run(),
+        Command::Info(args) => info::run(args),
         Command::Bench(args) => bench::run(args),
     };
     match result {
@@ -253,9 +253,20 @@ impl ComputeArgs {
     }
 }
 
-/// The backend for `device`; when `auto` falls back to the CPU, a notice
-/// on stderr says why.
+/// The backend for `device`. When `auto` falls back to the CPU, one notice
+/// on stderr says why; when the GPU is wanted (auto or gpu) but this build
+/// has no GPU kernels, that line (or gpu's failure) says so first of all.
 pub fn resolve_backend(device: Device) -> Result<Backend, Failure> {
+    if device != Device::Cpu {
+        if let Some(reason) = gpu::kernels_build_error() {
+            let missing = kernels_missing(reason);
+            if device == Device::Gpu {
+                return Err(Failure::runtime(format!("no usable GPU: {missing}")));
+            }
+            eprintln!("timewarp: {missing}; computing on the CPU");
+            return Ok(Backend::Cpu);
+        }
+    }
     let backend = Backend::resolve(device)?;
     if device == Device::Auto && !backend.is_gpu() {
         if let Err(error) = Gpu::get() {
@@ -266,6 +277,29 @@ pub fn resolve_backend(device: Device) -> Result<Backend, Failure> {
         }
     }
     Ok(backend)
+}
+
+/// One line: this build has no GPU kernels, and why. `reason` is the build's
+/// (its first line says what went wrong; `timewarp info` prints it all).
+pub fn kernels_missing(reason: &str) -> String {
+    let why = reason.lines().map(str::trim).find(|l| !l.is_empty());
+    format!(
+        "this build has no GPU kernels ({}); `timewarp info` says more",
+        why.unwrap_or("no reason recorded")
+    )
+}
+
+/// The build of the embedded PTX in one line, for `info` and `bench`: the
+/// compiler and its pinned toolchain, the target, the hash of the PTX.
+pub fn ptx_build() -> String {
+    match (gpu::ptx_rustc_version(), gpu::ptx_hash()) {
+        (Some(rustc), Some(hash)) => format!(
+            "{rustc} [{}], target {}, PTX hash {hash}",
+            gpu::ptx_toolchain().unwrap_or("toolchain unknown"),
+            gpu::ptx_target()
+        ),
+        _ => "none (CPU-only build)".into(),
+    }
 }
 
 /// The reason inside an `Error::GpuUnavailable`, without its prefix.
@@ -435,4 +469,40 @@ pub fn progress_bar(total: u64) -> ProgressBar {
     let style = ProgressStyle::with_template("{bar:40} {percent:>3}% {elapsed} (eta {eta}) {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     ProgressBar::new(total).with_style(style)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_missing_is_one_line_with_the_first_line_of_the_reason() {
+        let reason = "the pinned kernel toolchain nightly-2026-05-20 is not installed, and \
+                      `rustup toolchain install` failed: error: could not download\n\
+                      error: details\nmore details";
+        let line = kernels_missing(reason);
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(
+            line.starts_with("this build has no GPU kernels ("),
+            "{line}"
+        );
+        assert!(
+            line.contains("nightly-2026-05-20 is not installed"),
+            "{line}"
+        );
+        assert!(!line.contains("more details"), "{line}");
+        assert!(kernels_missing("").contains("no reason recorded"));
+        assert!(kernels_missing("\n  \nwhy").contains("(why)"));
+    }
+
+    #[test]
+    fn a_cpu_only_build_says_so_for_auto_and_gpu() {
+        let Some(reason) = gpu::kernels_build_error() else {
+            return; // a build with kernels: nothing to check here
+        };
+        assert!(matches!(resolve_backend(Device::Auto), Ok(Backend::Cpu)));
+        let failure = resolve_backend(Device::Gpu).err().unwrap();
+        assert_eq!(failure.status, 1);
+        assert!(failure.message.contains(&kernels_missing(reason)));
+    }
 }

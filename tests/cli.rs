@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use tempfile::TempDir;
 use timewarp::formats::read_dataset;
+use timewarp::gpu;
 use timewarp::{distance_matrix, ComputeOptions, Device, Dtw, Float, Metric, SoftDtw, Twed};
 
 fn timewarp() -> Command {
@@ -340,6 +341,114 @@ fn info_reports_kernels_gpus_and_threads() {
     assert!(out.contains("\nCPU threads: "), "{out}");
 }
 
+/// `info` names the compiler of the PTX, its target and its hash.
+#[test]
+fn info_names_the_kernel_build() {
+    let out = stdout_of(timewarp().arg("info"));
+    match (gpu::ptx_rustc_version(), gpu::ptx_hash()) {
+        (Some(rustc), Some(hash)) => {
+            assert!(rustc.starts_with("rustc 1.") && rustc.contains("nightly"));
+            let line = format!(
+                "\nkernel build: {rustc} [{}], target {}, PTX hash {hash}\n",
+                gpu::ptx_toolchain().unwrap(),
+                gpu::ptx_target()
+            );
+            assert!(out.contains(&line), "{out} lacks {line}");
+        }
+        _ => {
+            assert!(gpu::kernels_build_error().is_some());
+            assert!(out.contains("\nkernels: not built: "), "{out}");
+        }
+    }
+}
+
+/// FNV-1a 64, written here again rather than shared with build.rs.
+fn fnv1a_64(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf29ce484222325;
+    for &byte in bytes {
+        hash ^= byte as u64;
+        hash = hash.wrapping_mul(0x100000001b3);
+    }
+    hash
+}
+
+/// The recorded hash is of the embedded PTX: FNV-1a 64, first 12 hex digits.
+#[test]
+fn ptx_hash_is_of_the_embedded_ptx() {
+    // Published FNV-1a 64 test vectors.
+    assert_eq!(fnv1a_64(b""), 0xcbf29ce484222325);
+    assert_eq!(fnv1a_64(b"a"), 0xaf63dc4c8601ec8c);
+    assert_eq!(fnv1a_64(b"foobar"), 0x85944171f73967e8);
+    let Some(ptx) = gpu::ptx() else {
+        assert!(gpu::ptx_hash().is_none() && gpu::kernels_build_error().is_some());
+        common::skip("ptx_hash_is_of_the_embedded_ptx", "this build has no PTX");
+        return;
+    };
+    assert!(ptx.contains(&format!(".target {}", gpu::ptx_target())));
+    let expected = format!("{:016x}", fnv1a_64(ptx.as_bytes()));
+    assert_eq!(gpu::ptx_hash(), Some(&expected[..12]));
+}
+
+#[test]
+fn info_dump_ptx_writes_the_embedded_ptx() {
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("kernels.ptx");
+    let mut command = timewarp();
+    command.args(["info", "--dump-ptx"]).arg(&file);
+    match gpu::ptx() {
+        Some(ptx) => {
+            let output = command.assert().success().stdout("").get_output().clone();
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), ptx);
+            let stderr = String::from_utf8(output.stderr).unwrap();
+            assert!(stderr.contains(gpu::ptx_hash().unwrap()), "{stderr}");
+            let to_stdout = stdout_of(timewarp().args(["info", "--dump-ptx", "-"]));
+            assert_eq!(to_stdout, ptx);
+        }
+        None => {
+            expect_failure(&mut command, &["no PTX", "no GPU kernels"], 1);
+            assert!(!file.exists());
+        }
+    }
+}
+
+/// A CPU-only build says so, and why, in one line when the GPU is wanted.
+#[test]
+fn kernels_missing_is_one_line_on_stderr() {
+    let Some(reason) = gpu::kernels_build_error() else {
+        common::skip(
+            "kernels_missing_is_one_line_on_stderr",
+            "this build has GPU kernels (TIMEWARP_SKIP_KERNELS=1 builds one without)",
+        );
+        return;
+    };
+    let first = reason.lines().next().unwrap();
+    let output = knn(
+        "GunPoint_TRAIN.ts",
+        "GunPoint_TEST.ts",
+        &["--metric", "dtw", "--band", "0"],
+    )
+    .assert()
+    .success()
+    .get_output()
+    .clone();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let notices: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("timewarp: "))
+        .collect();
+    assert_eq!(notices.len(), 1, "{stderr}");
+    assert!(
+        notices[0].contains("no GPU kernels") && notices[0].contains(first),
+        "{stderr}"
+    );
+    let mut gpu_only = knn(
+        "GunPoint_TRAIN.ts",
+        "GunPoint_TEST.ts",
+        &["--metric", "dtw", "--device", "gpu"],
+    );
+    expect_failure(&mut gpu_only, &["no GPU kernels", first], 1);
+}
+
 #[derive(serde::Deserialize)]
 struct BenchRow {
     metric: String,
@@ -350,6 +459,10 @@ struct BenchRow {
     seconds: f64,
     gcups: f64,
     speedup_vs_cpu: Option<f64>,
+    ptx_rustc: Option<String>,
+    ptx_toolchain: Option<String>,
+    ptx_target: Option<String>,
+    ptx_hash: Option<String>,
 }
 
 #[test]
@@ -381,6 +494,14 @@ fn bench_json_parses() {
         );
         assert!(row.seconds > 0.0 && row.gcups > 0.0);
         assert_eq!(row.speedup_vs_cpu, Some(1.0));
+        // Every record names the build of the kernels.
+        assert_eq!(row.ptx_rustc.as_deref(), gpu::ptx_rustc_version());
+        assert_eq!(row.ptx_toolchain.as_deref(), gpu::ptx_toolchain());
+        assert_eq!(
+            row.ptx_target.as_deref(),
+            gpu::ptx().map(|_| gpu::ptx_target())
+        );
+        assert_eq!(row.ptx_hash.as_deref(), gpu::ptx_hash());
     }
 }
 
@@ -460,13 +581,22 @@ fn bench_table() {
         "1",
     ]));
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines.len(), 4, "{out}");
+    // The header names the build of the kernels.
+    assert!(lines[0].starts_with("# timewarp "), "{out}");
+    assert!(lines[0].contains("kernel build: "), "{out}");
+    if let Some(hash) = gpu::ptx_hash() {
+        assert!(
+            lines[0].contains(hash) && lines[0].contains(gpu::ptx_rustc_version().unwrap()),
+            "{out}"
+        );
+    }
     assert!(
-        lines[0].contains("GCUPS") && lines[0].contains("speedup"),
+        lines[1].contains("GCUPS") && lines[1].contains("speedup"),
         "{out}"
     );
     assert!(
-        lines[1].starts_with("dtw") && lines[2].starts_with("twed"),
+        lines[2].starts_with("dtw") && lines[3].starts_with("twed"),
         "{out}"
     );
 }
@@ -658,4 +788,52 @@ fn gpu_distance_matches_cpu_on_multivariate_sets() {
             assert_close(&gpu, &cpu, 1e-9);
         }
     }
+}
+
+/// benches/ptxas_report.sh's parser (the GPU machine runs ptxas; here a
+/// hand-written `ptxas -v` log in the formats ptxas prints).
+#[test]
+fn ptxas_report_parses_ptxas_output() {
+    let log = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'dtw_naive_f32' for 'sm_90'
+ptxas info    : Function properties for dtw_naive_f32
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers, 456 bytes cmem[0]
+ptxas info    : Compile time = 3.021 ms
+ptxas info    : Function properties for a_device_function
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Compiling entry function 'twed_wave_f64' for 'sm_90'
+ptxas info    : Function properties for twed_wave_f64
+    24 bytes stack frame, 12 bytes spill stores, 20 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem, 456 bytes cmem[0], 8 bytes cmem[2]
+ptxas info    : Compiling entry function 'soft_dtw_naive_f64' for 'sm_90'
+ptxas info    : Used 64 registers, 368 bytes cmem[0]
+";
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ptxas_report.sh");
+    let output = Command::new("bash")
+        .arg(&script)
+        .args(["--from-log", "-"])
+        .write_stdin(log)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let table = String::from_utf8(output.stdout).unwrap();
+    let expected = "\
+| kernel | registers | barriers | static smem (B) | stack frame (B) | spill stores (B) | spill loads (B) |
+|---|---:|---:|---:|---:|---:|---:|
+| dtw_naive_f32 | 40 | 0 | 0 | 0 | 0 | 0 |
+| twed_wave_f64 | 255 | 1 | 2048 | 24 | 12 | 20 |
+| soft_dtw_naive_f64 | 64 | ? | 0 | ? | ? | ? |
+";
+    assert_eq!(table, expected);
+    // No entry function: a failure, not an empty table.
+    Command::new("bash")
+        .arg(&script)
+        .args(["--from-log", "-"])
+        .write_stdin("ptxas info    : 0 bytes gmem\n")
+        .assert()
+        .failure()
+        .stdout("");
 }

@@ -1,10 +1,11 @@
 //! `timewarp bench`: times each measure on each backend and GPU kernel
 //! variant on generated data, against the CPU measured in the same run.
 
-use super::{print, progress_bar, resolve_backend, ComputeArgs, Failure, MetricKind};
+use super::{print, progress_bar, ptx_build, resolve_backend, ComputeArgs, Failure, MetricKind};
 use std::time::{Duration, Instant};
 use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
+use timewarp::gpu;
 use timewarp::{
     distance_matrix, ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
 };
@@ -32,7 +33,9 @@ of a file's series once (--file), from host arrays to host matrix, and
 reports the median time of the timed runs. The CPU times only its first
 `timed` queries (about a second's worth) and scales the time to all Q.
 GCUPS: cells per second / 1e9. speedup: the CPU's time over the backend's,
-both measured in this run.";
+both measured in this run. The table's first line, and every JSON record
+(ptx_rustc, ptx_toolchain, ptx_target, ptx_hash), name the build of the GPU
+kernels (see `timewarp info`).";
 
 /// Timed runs of one case stop early once they have taken this long.
 const REPEAT_BUDGET: Duration = Duration::from_secs(2);
@@ -200,6 +203,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let mut rows = Vec::new();
     // The table grows a row at a time, so a long run shows what it has.
     if !args.json {
+        print(&format!(
+            "# timewarp {}, kernel build: {}\n",
+            env!("CARGO_PKG_VERSION"),
+            ptx_build()
+        ))?;
         print(&table_line(None))?;
     }
     for (length, case) in &cases {
@@ -361,7 +369,8 @@ fn table_line(row: Option<&Row>) -> String {
     )
 }
 
-/// The rows as a JSON array of objects; unmeasurable numbers are null.
+/// The rows as a JSON array of objects; unmeasurable numbers are null. Each
+/// names the build of the kernels (null fields in a CPU-only build).
 fn json(rows: &[Row]) -> String {
     let number = |v: f64| {
         if v.is_finite() {
@@ -370,13 +379,23 @@ fn json(rows: &[Row]) -> String {
             "null".into()
         }
     };
+    // Debug quoting is JSON's for these strings (printable ASCII: rustc's
+    // version line, a channel name, `sm_NN`, hex digits).
+    let string = |v: Option<&str>| v.map_or("null".into(), |s| format!("{s:?}"));
+    let build = format!(
+        "\"ptx_rustc\": {}, \"ptx_toolchain\": {}, \"ptx_target\": {}, \"ptx_hash\": {}",
+        string(gpu::ptx_rustc_version()),
+        string(gpu::ptx_toolchain()),
+        string(gpu::ptx().map(|_| gpu::ptx_target())),
+        string(gpu::ptx_hash()),
+    );
     let objects: Vec<String> = rows
         .iter()
         .map(|row| {
             format!(
                 "  {{\"metric\": \"{}\", \"length\": {}, \"queries\": {}, \"count\": {}, \"cells\": {}, \
                  \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"seconds\": {}, \"gcups\": {}, \
-                 \"speedup_vs_cpu\": {}}}",
+                 \"speedup_vs_cpu\": {}, {build}}}",
                 row.metric.name(),
                 row.length,
                 row.queries,

@@ -1,29 +1,49 @@
 //! `timewarp info`: what this build and this machine offer.
 
-use super::{gpu_unavailable_reason, print, Failure};
+use super::{gpu_unavailable_reason, kernels_missing, print, ptx_build, Failure};
+use std::path::PathBuf;
 use timewarp::gpu::{self, Gpu, GpuInfo};
 use timewarp::GPU_VARIANTS;
 
 pub const EXAMPLES: &str = "\
-Example:
+Examples:
   $ timewarp info
   timewarp 0.1.0
   kernels: built (PTX sm_70), variants: naive
+  kernel build: rustc 1.97.0-nightly (e50aa6fba 2026-05-19) [nightly-2026-05-20], target sm_70, PTX hash 0123456789ab
   GPU 0: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable, kernels loaded
   CPU threads: 16
 
-Without a driver or a GPU it says why (`GPUs: none usable: ...`) and exits 0.";
+  # The embedded PTX, e.g. for `ptxas -v` (benches/ptxas_report.sh)
+  $ timewarp info --dump-ptx kernels.ptx
 
-pub fn run() -> Result<(), Failure> {
+Without a driver or a GPU it says why (`GPUs: none usable: ...`) and exits 0.
+The PTX hash is FNV-1a 64 of the embedded PTX's bytes, the first 12 of its 16
+hex digits; the compiler is the toolchain pinned in kernels-gpu/rust-toolchain.toml.";
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Write the embedded PTX to FILE (`-`: stdout) instead of the report
+    #[arg(long, value_name = "FILE")]
+    dump_ptx: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    if let Some(file) = args.dump_ptx {
+        return dump_ptx(&file);
+    }
     let mut lines = vec![format!("timewarp {}", env!("CARGO_PKG_VERSION"))];
-    lines.push(match gpu::kernels_build_error() {
-        None => format!(
-            "kernels: built (PTX {}), variants: {}",
-            gpu::ptx_target(),
-            GPU_VARIANTS.join(", ")
-        ),
-        Some(reason) => format!("kernels: not built: {reason}"),
-    });
+    match gpu::kernels_build_error() {
+        None => {
+            lines.push(format!(
+                "kernels: built (PTX {}), variants: {}",
+                gpu::ptx_target(),
+                GPU_VARIANTS.join(", ")
+            ));
+            lines.push(format!("kernel build: {}", ptx_build()));
+        }
+        Some(reason) => lines.push(format!("kernels: not built: {reason}")),
+    }
     match gpu::list_gpus() {
         Err(reason) => lines.push(format!("GPUs: none usable: {reason}")),
         Ok(gpus) if gpus.is_empty() => {
@@ -33,6 +53,27 @@ pub fn run() -> Result<(), Failure> {
     }
     lines.push(format!("CPU threads: {}", rayon::current_num_threads()));
     print(&(lines.join("\n") + "\n"))
+}
+
+/// Writes the embedded PTX to `file`, or to stdout for `-`.
+fn dump_ptx(file: &std::path::Path) -> Result<(), Failure> {
+    let ptx = gpu::ptx().ok_or_else(|| {
+        Failure::runtime(format!(
+            "no PTX to write: {}",
+            kernels_missing(gpu::kernels_build_error().unwrap_or_default())
+        ))
+    })?;
+    if file.as_os_str() == "-" {
+        return print(ptx);
+    }
+    std::fs::write(file, ptx).map_err(|e| Failure::usage(format!("{}: {e}", file.display())))?;
+    eprintln!(
+        "wrote the embedded PTX ({} bytes; {}) to {}",
+        ptx.len(),
+        ptx_build(),
+        file.display()
+    );
+    Ok(())
 }
 
 /// One GPU: what it is and whether timewarp computes on it (device 0 only).

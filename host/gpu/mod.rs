@@ -146,14 +146,32 @@ pub fn kernel_names() -> Vec<String> {
     names
 }
 
-/// The embedded PTX (empty when the build has no kernels).
-pub fn ptx() -> &'static str {
-    embedded::PTX
-}
-
 /// Why this build has no GPU kernels, if it has none.
 pub fn kernels_build_error() -> Option<&'static str> {
     embedded::BUILD_ERROR
+}
+
+/// The embedded PTX text; `None` in a CPU-only build.
+pub fn ptx() -> Option<&'static str> {
+    kernels_build_error().is_none().then_some(embedded::PTX)
+}
+
+/// The pinned toolchain that compiled the PTX (`kernels-gpu/rust-toolchain.toml`),
+/// e.g. `"nightly-2026-05-20"`; `None` in a CPU-only build.
+pub fn ptx_toolchain() -> Option<&'static str> {
+    embedded::PTX_TOOLCHAIN
+}
+
+/// `rustc --version` of that toolchain, e.g.
+/// `"rustc 1.97.0-nightly (e50aa6fba 2026-05-19)"`; `None` in a CPU-only build.
+pub fn ptx_rustc_version() -> Option<&'static str> {
+    embedded::PTX_RUSTC_VERSION
+}
+
+/// A short hash of the embedded PTX: FNV-1a 64 of its bytes as 16 lower-case
+/// hex digits, of which the first 12; `None` in a CPU-only build.
+pub fn ptx_hash() -> Option<&'static str> {
+    embedded::PTX_HASH
 }
 
 /// A GPU as the driver describes it.
