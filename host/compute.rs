@@ -32,8 +32,19 @@ pub struct ComputeOptions {
 
 /// The GPU kernel variants of every measure (see [`Variant`]): `naive`, one
 /// thread per pair; `warp`, one warp per pair; `tiled`, one long pair at a
-/// time over the whole GPU.
-pub const GPU_VARIANTS: &[&str] = &["naive", "warp", "tiled"];
+/// time over the whole GPU; `diagonal` and `diagonal-launches`, one pair at
+/// a time, a thread per cell of an anti-diagonal (one persistent kernel, or
+/// one launch per anti-diagonal); `local` and `shared`, one thread per pair
+/// with its rows in local or shared memory.
+pub const GPU_VARIANTS: &[&str] = &[
+    "naive",
+    "warp",
+    "tiled",
+    "diagonal",
+    "diagonal-launches",
+    "local",
+    "shared",
+];
 
 impl ComputeOptions {
     pub fn on(device: Device) -> Self {
