@@ -1,9 +1,13 @@
 //! `timewarp bench`: times each measure on each backend and GPU kernel
 //! variant on generated data, against the CPU measured in the same run.
 
-use super::{print, progress_bar, resolve_backend, ComputeArgs, Failure, MetricKind};
+use super::{
+    check_variants_apply, print, progress_bar, resolve_backend, variant_parser, ComputeArgs,
+    Failure, MetricKind,
+};
 use std::time::{Duration, Instant};
 use timewarp::data::{cbf, random_normal};
+use timewarp::gpu::LOCAL_MAX_LEN;
 use timewarp::{
     distance_matrix, ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
 };
@@ -16,11 +20,22 @@ Examples:
   # DTW and TWED at length 1024, 512 series per batch, GPU variants only, as JSON
   timewarp bench --metric dtw,twed --lengths 1024 --count 512 --device gpu --json
 
+  # One pair of length 65536 with TWED: the anti-diagonal variants against tiled
+  timewarp bench --metric twed --lengths 65536 --count 1 --device gpu --variant diagonal,diagonal-launches,tiled
+
 Each case computes N query series against N reference series (N*N pairs,
 N*N*length^2 cells) and reports the median time of the timed runs. The CPU
 times only its first `timed` queries (about a second's worth) and scales the
 time to all N. GCUPS: cells per second / 1e9. speedup: the CPU's time over
-the backend's, both measured in this run.";
+the backend's, both measured in this run. Without --variant every GPU variant
+is timed but diagonal and diagonal-launches (which compute a batch pair after
+pair, a barrier or a launch per anti-diagonal: name them to time them), and
+local only up to length 1024 (its rows are a fixed array).";
+
+/// GPU variants timed only when `--variant` names them: they compute a
+/// batch pair after pair, `n + m` barriers or launches each, which would
+/// dominate a default run.
+const ONLY_WHEN_NAMED: [&str; 2] = ["diagonal", "diagonal-launches"];
 
 /// Timed runs of one case stop early once they have taken this long.
 const REPEAT_BUDGET: Duration = Duration::from_secs(2);
@@ -57,6 +72,10 @@ pub struct Args {
     data: DataKind,
     #[command(flatten)]
     compute: ComputeArgs,
+    /// GPU kernel variants to time, comma-separated [default: all but
+    /// diagonal and diagonal-launches]
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = variant_parser())]
+    variant: Vec<&'static str>,
     /// Timed runs after one warm-up, of which the median is reported (fewer
     /// once a case's timed runs pass 2 s)
     #[arg(long, value_name = "R", default_value_t = 5)]
@@ -95,7 +114,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
     } else {
         args.metric.clone()
     };
-    let backends = backends(args.compute.device)?;
+    check_variants_apply(!args.variant.is_empty(), args.compute.device)?;
+    let backends = backends(args.compute.device, &args.variant)?;
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
     let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
     let precision = args.compute.precision_name();
@@ -118,6 +138,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         for &metric in &metrics {
             let mut cpu_seconds = None;
             for (backend, options) in &backends {
+                let local_too_long = options.gpu_variant == Some("local") && length > LOCAL_MAX_LEN;
+                if local_too_long && args.variant.is_empty() {
+                    bar.inc(1);
+                    continue;
+                }
                 let timing = match args.compute.precision {
                     Precision::F32 => {
                         time::<f32>(&queries, &references, metric, options, args.repeats)?
@@ -147,14 +172,31 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 /// The backends `--device` includes, named as in the output: `cpu` first
-/// (the reference), then `gpu:<variant>` for every kernel variant.
-fn backends(device: Device) -> Result<Vec<(String, ComputeOptions)>, Failure> {
+/// (the reference), then `gpu:<variant>` for every kernel variant named
+/// (none named: every variant but [`ONLY_WHEN_NAMED`]).
+fn backends(
+    device: Device,
+    named: &[&'static str],
+) -> Result<Vec<(String, ComputeOptions)>, Failure> {
     let mut backends = Vec::new();
     if device != Device::Gpu {
         backends.push(("cpu".to_string(), ComputeOptions::on(Device::Cpu)));
     }
+    let variants: Vec<&'static str> = if named.is_empty() {
+        GPU_VARIANTS
+            .iter()
+            .copied()
+            .filter(|v| !ONLY_WHEN_NAMED.contains(v))
+            .collect()
+    } else {
+        GPU_VARIANTS
+            .iter()
+            .copied()
+            .filter(|v| named.contains(v))
+            .collect()
+    };
     if device != Device::Cpu && resolve_backend(device)?.is_gpu() {
-        backends.extend(GPU_VARIANTS.iter().map(|&variant| {
+        backends.extend(variants.into_iter().map(|variant| {
             let options = ComputeOptions {
                 gpu_variant: Some(variant),
                 ..ComputeOptions::on(Device::Gpu)
