@@ -199,7 +199,8 @@ fn local_capacity(options: ComputeOptions) {
 /// says so.
 fn shared_capacity(options: ComputeOptions) {
     let mut rng = rng(15);
-    // f64 rows of 6001 values: 96 KiB a thread, one thread a block.
+    // f64 rows of 6001 values: 96 KiB a thread, two threads a block
+    // (227 KiB opt-in on H100/H200).
     let a = random_set(&mut rng, &[300], 1, 1.0);
     let b = random_set(&mut rng, &[6000], 1, 1.0);
     check::<f64>(
@@ -215,8 +216,9 @@ fn shared_capacity(options: ComputeOptions) {
     assert!(error.to_string().contains("shared"), "{error}");
 }
 
-/// The anti-diagonal variants give the same values as the warp variant
-/// (both exact recurrences) on a batch, which they compute pair by pair.
+/// A batch of 9 x 6 series of mixed lengths (2 dims) and the batch
+/// against itself, every measure (the anti-diagonal variants compute it
+/// pair by pair, the mirror of the triangle on the host).
 fn batch_pair_by_pair(options: ComputeOptions) {
     let mut rng = rng(16);
     let lengths_a: Vec<usize> = (0..9).map(|k| 1 + (k * 7) % 45).collect();
@@ -224,6 +226,22 @@ fn batch_pair_by_pair(options: ComputeOptions) {
     let a = random_set(&mut rng, &lengths_a, 2, 1.0);
     let b = random_set(&mut rng, &lengths_b, 2, 1.0);
     check_both(&options, &a, &b, &every_metric(), true, "batch");
+}
+
+/// A few small pairs of every measure in both precisions: quick enough to
+/// run under compute-sanitizer (memcheck, racecheck, synccheck).
+fn sanitizer_smoke(options: ComputeOptions) {
+    let mut rng = rng(18);
+    let a = random_set(&mut rng, &[1, 33, 7], 2, 1.0);
+    let a = with_random_timestamps(&mut rng, a);
+    let b = random_set(&mut rng, &[50, 2], 2, 1.0);
+    let b = with_random_timestamps(&mut rng, b);
+    let metrics: Vec<Metric> = vec![
+        Dtw::with_band(3).into(),
+        SoftDtw::new(0.5).unwrap().into(),
+        Twed::default().into(),
+    ];
+    check_both(&options, &a, &b, &metrics, false, "sanitizer smoke");
 }
 
 macro_rules! on_variants {
@@ -243,19 +261,33 @@ macro_rules! on_variants {
 
 on_variants!(
     diagonal: "diagonal" => [
+        sanitizer_smoke,
         short_and_unequal_lengths,
         lengths_1000_and_4097,
         pairs_over_100000_samples,
         batch_pair_by_pair,
     ],
     diagonal_launches: "diagonal-launches" => [
+        sanitizer_smoke,
         short_and_unequal_lengths,
         lengths_1000_and_4097,
         pairs_over_100000_samples,
         batch_pair_by_pair,
     ],
-    local: "local" => [short_and_unequal_lengths, lengths_1000_and_4097_local, local_capacity, batch_pair_by_pair],
-    shared: "shared" => [short_and_unequal_lengths, lengths_1000_and_4097, shared_capacity, batch_pair_by_pair],
+    local: "local" => [
+        sanitizer_smoke,
+        short_and_unequal_lengths,
+        lengths_1000_and_4097_local,
+        local_capacity,
+        batch_pair_by_pair,
+    ],
+    shared: "shared" => [
+        sanitizer_smoke,
+        short_and_unequal_lengths,
+        lengths_1000_and_4097,
+        shared_capacity,
+        batch_pair_by_pair,
+    ],
 );
 
 /// `local` takes series `b` of up to 1024 samples: 1000 each way, 4097 as
