@@ -15,7 +15,10 @@ fn backends() -> Vec<(String, ComputeOptions)> {
     let mut list = vec![("cpu".to_string(), ComputeOptions::on(Device::Cpu))];
     match Gpu::get() {
         Ok(_) => {
-            for &variant in GPU_VARIANTS {
+            // The anti-diagonal variants compute a batch pair after pair,
+            // a barrier or a launch per anti-diagonal: not batch kernels.
+            let batch_variants = GPU_VARIANTS.iter().filter(|v| !v.starts_with("diagonal"));
+            for &variant in batch_variants {
                 list.push((
                     format!("gpu-{variant}"),
                     ComputeOptions {

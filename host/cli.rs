@@ -21,7 +21,8 @@ use std::time::Instant;
 use timewarp::formats::{self, Dataset};
 use timewarp::gpu::{self, Gpu};
 use timewarp::{
-    Backend, ComputeOptions, Device, Dtw, Error, Float, Metric, Precision, SeriesSet, SoftDtw, Twed,
+    Backend, ComputeOptions, Device, Dtw, Error, Float, Metric, Precision, SeriesSet, SoftDtw,
+    Twed, GPU_VARIANTS,
 };
 
 const INPUT_FORMATS: &str = "\
@@ -223,6 +224,46 @@ pub struct ComputeArgs {
     precision: Precision,
 }
 
+/// `--variant` of `distance` and `knn`.
+#[derive(clap::Args)]
+pub struct VariantArg {
+    /// The GPU kernel variant [default: chosen from the shapes of the data]
+    #[arg(long, value_name = "NAME", value_parser = variant_parser())]
+    variant: Option<&'static str>,
+}
+
+impl VariantArg {
+    /// The variant for computing on `device`: it names a GPU kernel, so
+    /// with `--device cpu` it is a usage error (with `auto` and no GPU the
+    /// CPU fallback ignores it).
+    pub fn for_device(&self, device: Device) -> Result<Option<&'static str>, Failure> {
+        check_variants_apply(self.variant.is_some(), device)?;
+        Ok(self.variant)
+    }
+}
+
+/// A usage error when `--variant` was given with `--device cpu`.
+pub fn check_variants_apply(given: bool, device: Device) -> Result<(), Failure> {
+    if given && device == Device::Cpu {
+        return Err(Failure::usage(
+            "--variant selects a GPU kernel; it does not apply to --device cpu",
+        ));
+    }
+    Ok(())
+}
+
+/// One of [`GPU_VARIANTS`]; anything else is clap's usage error, which
+/// lists them.
+pub fn variant_parser() -> impl TypedValueParser<Value = &'static str> {
+    PossibleValuesParser::new(GPU_VARIANTS.iter().copied()).map(|name| {
+        GPU_VARIANTS
+            .iter()
+            .copied()
+            .find(|&v| v == name)
+            .unwrap_or(GPU_VARIANTS[0])
+    })
+}
+
 fn device_parser() -> impl TypedValueParser<Value = Device> {
     PossibleValuesParser::new(["auto", "cpu", "gpu"]).map(|name| match name.as_str() {
         "cpu" => Device::Cpu,
@@ -372,28 +413,52 @@ impl Input {
 }
 
 /// The matrix of `a`'s series (rows) against `b`'s (or `a`'s own) on
-/// `backend`, with its timing on stderr.
+/// `backend` (with GPU kernel `variant`, or the default one), with its
+/// timing on stderr.
 pub fn compute_matrix<T: Float>(
     a: &Input,
     b: Option<&Input>,
     metric: Metric,
     backend: Backend,
+    variant: Option<&'static str>,
 ) -> Result<Array2<T>, Failure> {
     let a_set = a.series::<T>()?;
     let b_set = b.map(Input::series::<T>).transpose()?;
     let start = Instant::now();
-    let matrix = matrix::compute(&a_set, b_set.as_ref(), metric, backend)?;
+    let matrix = matrix::compute(&a_set, b_set.as_ref(), metric, backend, variant)?;
     let pairs = match b_set {
         Some(_) => matrix.len(),
         None => a_set.len() * (a_set.len() + 1) / 2,
     };
+    let variant = match (backend, variant) {
+        (Backend::Gpu(_), Some(name)) => format!(", {name}"),
+        _ => String::new(),
+    };
     eprintln!(
-        "computed {pairs} distances in {:.2} s on {} ({})",
-        start.elapsed().as_secs_f64(),
+        "computed {pairs} distances in {} ms on {} ({}{variant})",
+        three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
         describe(backend),
         T::NAME
     );
     Ok(matrix)
+}
+
+/// `value` (>= 0) with three significant digits: `0.0123`, `1.23`,
+/// `12.3`, `123`, `1235` (no exponent: whole numbers keep every digit).
+pub fn three_significant_digits(value: f64) -> String {
+    if value.is_nan() || value <= 0.0 || value.is_infinite() {
+        return format!("{value}");
+    }
+    // Digits after the point that leave three significant ones, decided
+    // on the rounded value (9.996 is 10.0, not 10.00).
+    let mut decimals = (2 - value.log10().floor() as i64).max(0);
+    let rounded: f64 = format!("{value:.*}", decimals as usize)
+        .parse()
+        .unwrap_or(value);
+    if rounded > 0.0 {
+        decimals = (2 - rounded.log10().floor() as i64).max(0);
+    }
+    format!("{value:.*}", decimals as usize)
 }
 
 /// Text on stdout. A closed pipe (`| head`) is not a failure.
@@ -504,5 +569,20 @@ mod tests {
         let failure = resolve_backend(Device::Gpu).err().unwrap();
         assert_eq!(failure.status, 1);
         assert!(failure.message.contains(&kernels_missing(reason)));
+    }
+
+    #[test]
+    fn timings_have_three_significant_digits() {
+        assert_eq!(three_significant_digits(0.012345), "0.0123");
+        assert_eq!(three_significant_digits(0.5), "0.500");
+        assert_eq!(three_significant_digits(1.0), "1.00");
+        assert_eq!(three_significant_digits(1.2345), "1.23");
+        assert_eq!(three_significant_digits(12.345), "12.3");
+        assert_eq!(three_significant_digits(123.45), "123");
+        assert_eq!(three_significant_digits(4321.0), "4321");
+        // Rounding up to the next power of ten keeps three digits.
+        assert_eq!(three_significant_digits(9.996), "10.0");
+        assert_eq!(three_significant_digits(0.99996), "1.00");
+        assert_eq!(three_significant_digits(0.0), "0");
     }
 }

@@ -33,8 +33,21 @@ pub struct ComputeOptions {
 /// The GPU kernel variants of every measure (see [`Variant`]): `naive`, one
 /// thread per pair; `warp`, one warp per pair; `tiled`, one long pair at a
 /// time over the whole GPU in one launch; `tiled-launches`, the same in
-/// square tiles, a launch per anti-diagonal of tiles.
-pub const GPU_VARIANTS: &[&str] = &["naive", "warp", "tiled", "tiled-launches"];
+/// square tiles, a launch per anti-diagonal of tiles; `diagonal` and
+/// `diagonal-launches`, one pair at a time, a thread per cell of an
+/// anti-diagonal (one persistent kernel, or one launch per anti-diagonal);
+/// `local` and `shared`, one thread per pair with its rows in local or
+/// shared memory.
+pub const GPU_VARIANTS: &[&str] = &[
+    "naive",
+    "warp",
+    "tiled",
+    "tiled-launches",
+    "diagonal",
+    "diagonal-launches",
+    "local",
+    "shared",
+];
 
 impl ComputeOptions {
     pub fn on(device: Device) -> Self {

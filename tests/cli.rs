@@ -837,3 +837,144 @@ ptxas info    : Used 64 registers, 368 bytes cmem[0]
         .failure()
         .stdout("");
 }
+
+/// `--variant` on `distance`, `knn` and `bench`: a name outside
+/// `GPU_VARIANTS` is clap's usage error, which lists them; with `--device
+/// cpu` it is a usage error too.
+#[test]
+fn variant_flag_is_checked() {
+    let dir = TempDir::new().unwrap();
+    let csv = dir.path().join("a.csv");
+    std::fs::write(&csv, "1,2,3\n4,5,6\n").unwrap();
+    let csv = csv.to_str().unwrap();
+    let train = bundled("GunPoint_TRAIN.ts");
+    let train = train.to_str().unwrap();
+    let commands: [&[&str]; 3] = [
+        &["distance", csv, "--metric", "dtw"],
+        &["knn", "--train", train, "--test", train, "--metric", "dtw"],
+        &["bench", "--lengths", "4", "--count", "2"],
+    ];
+    for command in commands {
+        let output = timewarp()
+            .args(command)
+            .args(["--variant", "fastest"])
+            .assert()
+            .code(2)
+            .stdout("")
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        for needle in ["fastest", "--variant", "diagonal-launches", "shared"] {
+            assert!(stderr.contains(needle), "{command:?}: {stderr}");
+        }
+        let mut on_cpu = timewarp();
+        on_cpu
+            .args(command)
+            .args(["--variant", "warp", "--device", "cpu"]);
+        expect_failure(&mut on_cpu, &["--variant", "--device cpu"], 2);
+    }
+}
+
+/// The timing line gives milliseconds to three significant digits.
+#[test]
+fn distance_timing_is_in_milliseconds() {
+    let output = timewarp()
+        .arg("distance")
+        .arg(bundled("GunPoint_TRAIN.ts"))
+        .args(["--metric", "dtw", "--device", "cpu"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let time = stderr
+        .strip_prefix("computed 1275 distances in ")
+        .and_then(|rest| rest.strip_suffix(" ms on cpu (f64)\n"))
+        .unwrap_or_else(|| panic!("unexpected timing line {stderr:?}"));
+    assert!(time.parse::<f64>().unwrap() > 0.0, "{time}");
+    let digits: String = time.chars().filter(char::is_ascii_digit).collect();
+    let significant = digits.trim_start_matches('0');
+    if time.contains('.') {
+        assert_eq!(significant.len(), 3, "{time}");
+    } else {
+        assert!(significant.len() >= 3, "{time}");
+    }
+}
+
+/// With `--device auto` and no GPU, `--variant` is ignored and the CPU
+/// computes the same matrix.
+#[test]
+fn variant_with_auto_device_and_no_gpu_computes_on_the_cpu() {
+    if timewarp::gpu::Gpu::get().is_ok() {
+        common::skip(
+            "variant_with_auto_device_and_no_gpu_computes_on_the_cpu",
+            "there is a GPU",
+        );
+        return;
+    }
+    let file = bundled("GunPoint_TRAIN.ts");
+    let mut command = timewarp();
+    command
+        .arg("distance")
+        .arg(&file)
+        .args(["--metric", "twed", "--variant", "diagonal"]);
+    let got: Array2<f64> = parse_csv(&stdout_of(&mut command));
+    assert_same_bits(&got, &library::<f64>(&file, None, twed()));
+}
+
+/// On the GPU, `--variant` picks each kernel variant (named on the timing
+/// line) and gives the CPU's matrix; `knn --variant` and `bench --variant`
+/// (which times exactly the variants named).
+#[test]
+fn gpu_variant_flag_selects_each_variant() {
+    if !common::gpu_available("gpu_variant_flag_selects_each_variant") {
+        return;
+    }
+    let file = bundled("BasicMotions_TRAIN.ts");
+    for metric in [&["--metric", "dtw"][..], &["--metric", "twed"]] {
+        let cpu: Array2<f64> = cli_matrix(&file, None, metric);
+        for variant in timewarp::GPU_VARIANTS {
+            let output = timewarp()
+                .arg("distance")
+                .arg(&file)
+                .args(metric)
+                .args(["--device", "gpu", "--variant", variant])
+                .assert()
+                .success()
+                .get_output()
+                .clone();
+            let stderr = String::from_utf8(output.stderr).unwrap();
+            assert!(stderr.contains(&format!("(f64, {variant})")), "{stderr}");
+            let gpu = parse_csv::<f64>(&String::from_utf8(output.stdout).unwrap());
+            assert_close(&gpu, &cpu, 1e-9);
+        }
+    }
+    let mut command = knn(
+        "GunPoint_TRAIN.ts",
+        "GunPoint_TEST.ts",
+        &["--metric", "dtw", "--device", "gpu", "--variant", "shared"],
+    );
+    command
+        .assert()
+        .success()
+        .stdout("accuracy: 0.906667\nerror: 0.093333\n");
+    let out = stdout_of(timewarp().args([
+        "bench",
+        "--device",
+        "gpu",
+        "--variant",
+        "local,diagonal",
+        "--metric",
+        "dtw",
+        "--lengths",
+        "16",
+        "--count",
+        "3",
+        "--repeats",
+        "1",
+        "--json",
+    ]));
+    let rows: Vec<BenchRow> = serde_json::from_str(&out).unwrap();
+    let backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
+    assert_eq!(backends, ["gpu:diagonal", "gpu:local"], "{out}");
+}

@@ -1,11 +1,14 @@
 //! `timewarp bench`: times each measure on each backend and GPU kernel
 //! variant on generated data, against the CPU measured in the same run.
 
-use super::{print, progress_bar, ptx_build, resolve_backend, ComputeArgs, Failure, MetricKind};
+use super::{
+    check_variants_apply, print, progress_bar, ptx_build, resolve_backend,
+    three_significant_digits, variant_parser, ComputeArgs, Failure, MetricKind,
+};
 use std::time::{Duration, Instant};
 use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
-use timewarp::gpu;
+use timewarp::gpu::{self, LOCAL_MAX_LEN};
 use timewarp::{
     distance_matrix, ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
 };
@@ -24,6 +27,9 @@ Examples:
   # cuTWED's batch: all pairs of a file's series (upper triangle, computed once)
   timewarp bench --metric twed --file tests/data/synthetic_control.csv --device gpu
 
+  # One pair of length 65536 with TWED: the anti-diagonal variants against tiled
+  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536 --device gpu --variant diagonal,diagonal-launches,tiled
+
   # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu
 
@@ -35,7 +41,14 @@ reports the median time of the timed runs. The CPU times only its first
 GCUPS: cells per second / 1e9. speedup: the CPU's time over the backend's,
 both measured in this run. The table's first line, and every JSON record
 (ptx_rustc, ptx_toolchain, ptx_target, ptx_hash), name the build of the GPU
-kernels (see `timewarp info`).";
+kernels (see `timewarp info`). Without --variant every GPU variant is timed
+but those that compute a batch pair after pair (tiled, tiled-launches,
+diagonal, diagonal-launches: name them to time them), and local only up to
+length 1024 (its rows are a fixed array).";
+
+/// GPU variants timed only when `--variant` names them: they compute a
+/// batch pair after pair, which would dominate a default run.
+const ONLY_WHEN_NAMED: [&str; 4] = ["tiled", "tiled-launches", "diagonal", "diagonal-launches"];
 
 /// Timed runs of one case stop early once they have taken this long.
 const REPEAT_BUDGET: Duration = Duration::from_secs(2);
@@ -79,13 +92,14 @@ pub struct Args {
     data: DataKind,
     #[command(flatten)]
     compute: ComputeArgs,
+    /// GPU kernel variants to time, comma-separated [default: all but the
+    /// pair-after-pair ones: tiled, tiled-launches, diagonal, diagonal-launches]
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = variant_parser())]
+    variant: Vec<&'static str>,
     /// Timed runs after one warm-up, of which the median is reported (fewer
     /// once a case's timed runs pass 2 s)
     #[arg(long, value_name = "R", default_value_t = 5)]
     repeats: usize,
-    /// GPU kernel variants to time, comma-separated [default: all]
-    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(GPU_VARIANTS))]
-    variant: Vec<String>,
     /// Print a JSON array instead of a table
     #[arg(long)]
     json: bool,
@@ -146,6 +160,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     } else {
         args.metric.clone()
     };
+    check_variants_apply(!args.variant.is_empty(), args.compute.device)?;
     let backends = backends(args.compute.device, &args.variant)?;
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
     let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
@@ -214,6 +229,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
         for &metric in &metrics {
             let mut cpu_seconds = None;
             for (backend, options) in &backends {
+                let local_too_long =
+                    options.gpu_variant == Some("local") && *length > LOCAL_MAX_LEN;
+                if local_too_long && args.variant.is_empty() {
+                    bar.inc(1);
+                    continue;
+                }
                 let timing = match args.compute.precision {
                     Precision::F32 => time::<f32>(case, metric, options, args.repeats)?,
                     Precision::F64 => time::<f64>(case, metric, options, args.repeats)?,
@@ -250,15 +271,31 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 /// The backends `--device` includes, named as in the output: `cpu` first
-/// (the reference), then `gpu:<variant>` for every kernel variant.
-fn backends(device: Device, variants: &[String]) -> Result<Vec<(String, ComputeOptions)>, Failure> {
+/// (the reference), then `gpu:<variant>` for every kernel variant named
+/// (none named: every variant but [`ONLY_WHEN_NAMED`]).
+fn backends(
+    device: Device,
+    named: &[&'static str],
+) -> Result<Vec<(String, ComputeOptions)>, Failure> {
     let mut backends = Vec::new();
     if device != Device::Gpu {
         backends.push(("cpu".to_string(), ComputeOptions::on(Device::Cpu)));
     }
+    let variants: Vec<&'static str> = if named.is_empty() {
+        GPU_VARIANTS
+            .iter()
+            .copied()
+            .filter(|v| !ONLY_WHEN_NAMED.contains(v))
+            .collect()
+    } else {
+        GPU_VARIANTS
+            .iter()
+            .copied()
+            .filter(|v| named.contains(v))
+            .collect()
+    };
     if device != Device::Cpu && resolve_backend(device)?.is_gpu() {
-        let wanted = |v: &&&str| variants.is_empty() || variants.iter().any(|w| w == **v);
-        backends.extend(GPU_VARIANTS.iter().filter(wanted).map(|&variant| {
+        backends.extend(variants.into_iter().map(|variant| {
             let options = ComputeOptions {
                 gpu_variant: Some(variant),
                 ..ComputeOptions::on(Device::Gpu)
@@ -348,8 +385,8 @@ fn table_line(row: Option<&Row>) -> String {
             row.timing.queries_timed.to_string(),
             row.precision.to_string(),
             row.backend.clone(),
-            significant(row.timing.seconds * 1e3, 3),
-            significant(row.gcups(), 3),
+            three_significant_digits(row.timing.seconds * 1e3),
+            three_significant_digits(row.gcups()),
             row.speedup_vs_cpu
                 .map_or("-".into(), |s| format!("{s:.2}x")),
         ],
@@ -411,43 +448,4 @@ fn json(rows: &[Row]) -> String {
         })
         .collect();
     format!("[\n{}\n]\n", objects.join(",\n"))
-}
-
-/// `value` rounded to `digits` significant digits, in plain notation.
-pub(crate) fn significant(value: f64, digits: usize) -> String {
-    if !value.is_finite() || value == 0.0 {
-        return format!("{value}");
-    }
-    let magnitude = value.abs().log10().floor() as i32;
-    let decimals = (digits as i32 - 1 - magnitude).max(0) as usize;
-    let rounded = format!("{value:.decimals$}");
-    // Rounding may carry into a new digit (999.6 -> 1000): one decimal fewer.
-    if rounded
-        .trim_start_matches('-')
-        .replace('.', "")
-        .trim_start_matches('0')
-        .len()
-        > digits
-        && decimals > 0
-    {
-        format!("{value:.prec$}", prec = decimals - 1)
-    } else {
-        rounded
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::significant;
-
-    #[test]
-    fn three_significant_digits() {
-        assert_eq!(significant(0.012345, 3), "0.0123");
-        assert_eq!(significant(1.2345, 3), "1.23");
-        assert_eq!(significant(12.345, 3), "12.3");
-        assert_eq!(significant(123.45, 3), "123");
-        assert_eq!(significant(12345.6, 3), "12346");
-        assert_eq!(significant(9.996, 3), "10.0");
-        assert_eq!(significant(0.0, 3), "0");
-    }
 }

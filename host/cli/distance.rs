@@ -2,7 +2,7 @@
 
 use super::{
     check_output_path, compute_matrix, print_csv, write_output, ComputeArgs, Failure, Input,
-    MetricArgs,
+    MetricArgs, VariantArg,
 };
 use ndarray_npy::WritableElement;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,9 @@ Examples:
   # DTW within a Sakoe-Chiba band of 10 samples
   timewarp distance a.ts b.ts --metric dtw --band 10
 
+  # One long pair with TWED, a GPU thread per cell of each anti-diagonal
+  timewarp distance long_a.npy long_b.npy --metric twed --device gpu --variant diagonal
+
 CSV values are printed in the shortest form that parses back to the same bits.
 DTW and Soft-DTW use the squared Euclidean local cost with no square root.";
 
@@ -35,6 +38,8 @@ pub struct Args {
     metric: MetricArgs,
     #[command(flatten)]
     compute: ComputeArgs,
+    #[command(flatten)]
+    variant: VariantArg,
     /// Write the matrix to PATH (.csv or .npy) instead of CSV on stdout
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
@@ -42,6 +47,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let metric = args.metric.metric()?;
+    let variant = args.variant.for_device(args.compute.device)?;
     if let Some(out) = &args.out {
         check_output_path(out)?;
     }
@@ -53,8 +59,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let backend = args.compute.backend()?;
     let out = args.out.as_deref();
     match args.compute.precision {
-        Precision::F32 => emit::<f32>(&a, b.as_ref(), metric, backend, out),
-        Precision::F64 => emit::<f64>(&a, b.as_ref(), metric, backend, out),
+        Precision::F32 => emit::<f32>(&a, b.as_ref(), metric, backend, variant, out),
+        Precision::F64 => emit::<f64>(&a, b.as_ref(), metric, backend, variant, out),
     }
 }
 
@@ -64,9 +70,10 @@ fn emit<T: Float + WritableElement>(
     b: Option<&Input>,
     metric: Metric,
     backend: Backend,
+    variant: Option<&'static str>,
     out: Option<&Path>,
 ) -> Result<(), Failure> {
-    let matrix = compute_matrix::<T>(a, b, metric, backend)?;
+    let matrix = compute_matrix::<T>(a, b, metric, backend, variant)?;
     match out {
         Some(path) => write_output(path, matrix.view()),
         None => print_csv(matrix.view()),

@@ -1,6 +1,6 @@
 //! `timewarp knn`: k-nearest-neighbour classification and its accuracy.
 
-use super::{compute_matrix, print, ComputeArgs, Failure, Input, MetricArgs};
+use super::{compute_matrix, print, ComputeArgs, Failure, Input, MetricArgs, VariantArg};
 use ndarray::{Array2, ArrayView1};
 use std::cmp::{Ordering, Reverse};
 use std::path::PathBuf;
@@ -31,6 +31,8 @@ pub struct Args {
     metric: MetricArgs,
     #[command(flatten)]
     compute: ComputeArgs,
+    #[command(flatten)]
+    variant: VariantArg,
     /// Neighbours that vote, from 1 to the number of training series
     #[arg(short, default_value_t = 1)]
     k: usize,
@@ -38,6 +40,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let metric = args.metric.metric()?;
+    let variant = args.variant.for_device(args.compute.device)?;
     if args.k == 0 {
         return Err(Failure::usage("-k 0: k must be at least 1"));
     }
@@ -57,9 +60,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
     // Rows: test series; columns: training series. f32 widens exactly.
     let distances: Array2<f64> = match args.compute.precision {
         Precision::F32 => {
-            compute_matrix::<f32>(&test, Some(&train), metric, backend)?.mapv(f64::from)
+            compute_matrix::<f32>(&test, Some(&train), metric, backend, variant)?.mapv(f64::from)
         }
-        Precision::F64 => compute_matrix::<f64>(&test, Some(&train), metric, backend)?,
+        Precision::F64 => compute_matrix::<f64>(&test, Some(&train), metric, backend, variant)?,
     };
     let wrong = distances
         .outer_iter()

@@ -14,14 +14,18 @@ const LONG_RUN_CELLS_GPU: f64 = 1e11;
 const BLOCKS: usize = 100;
 
 /// The matrix of `a` (rows) against `b`, or against itself when `b` is
-/// `None`, on `backend`.
+/// `None`, on `backend` (with GPU kernel `variant`, or the default one).
 pub fn compute<T: Float>(
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
     metric: Metric,
     backend: Backend,
+    variant: Option<&'static str>,
 ) -> Result<Array2<T>> {
-    let options = options_for(backend);
+    let options = ComputeOptions {
+        gpu_variant: variant,
+        ..options_for(backend)
+    };
     let long_run = match backend {
         Backend::Cpu => LONG_RUN_CELLS_CPU,
         Backend::Gpu(_) => LONG_RUN_CELLS_GPU,

@@ -17,6 +17,11 @@ use timewarp_kernels::{PairsLaunch, PipelineLaunch, SetRef, TileLaunch};
 
 mod long_pair;
 
+mod diagonal;
+mod thread_rows;
+
+pub use thread_rows::{LOCAL_CAPACITIES, LOCAL_MAX_LEN};
+
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
@@ -52,14 +57,32 @@ pub enum Variant {
     Tiled,
     /// As `Tiled`, but square tiles, an anti-diagonal of tiles per launch.
     TiledLaunches,
+    /// One pair at a time, a thread per cell of an anti-diagonal, three
+    /// rolling anti-diagonals in global memory (Improved TWED / cuTWED's
+    /// algorithm), all anti-diagonals in one persistent kernel with a
+    /// grid-wide barrier between two.
+    Diagonal,
+    /// As [`Variant::Diagonal`], one kernel launch per anti-diagonal (as
+    /// cuTWED does).
+    DiagonalLaunches,
+    /// One thread per pair, two rolling rows in a fixed-size array in the
+    /// thread's local memory; series `b` (the columns) of at most
+    /// [`LOCAL_MAX_LEN`] samples.
+    Local,
+    /// One thread per pair, two rolling rows in the block's shared memory.
+    Shared,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 4] = [
+    pub const ALL: [Variant; 8] = [
         Variant::Naive,
         Variant::Warp,
         Variant::Tiled,
         Variant::TiledLaunches,
+        Variant::Diagonal,
+        Variant::DiagonalLaunches,
+        Variant::Local,
+        Variant::Shared,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +91,10 @@ impl Variant {
             Variant::Warp => "warp",
             Variant::Tiled => "tiled",
             Variant::TiledLaunches => "tiled-launches",
+            Variant::Diagonal => "diagonal",
+            Variant::DiagonalLaunches => "diagonal-launches",
+            Variant::Local => "local",
+            Variant::Shared => "shared",
         }
     }
 
@@ -141,6 +168,12 @@ pub fn kernel_names() -> Vec<String> {
                 names.push(format!("{measure}_tiled{s}_{precision}"));
                 names.push(format!("{measure}_tiled_launches{s}_{precision}"));
             }
+            names.push(format!("{measure}_diagonal_{precision}"));
+            names.push(format!("{measure}_diagonal_step_{precision}"));
+            for cap in LOCAL_CAPACITIES {
+                names.push(format!("{measure}_local{cap}_{precision}"));
+            }
+            names.push(format!("{measure}_shared_{precision}"));
         }
     }
     names
@@ -316,6 +349,10 @@ impl Gpu {
         if matches!(variant, Variant::Tiled | Variant::TiledLaunches) {
             return self.pairs_one_by_one(measure, variant, params, a, b, budget);
         }
+        if let Variant::Diagonal | Variant::DiagonalLaunches = variant {
+            let persistent = variant == Variant::Diagonal;
+            return self.diagonal_pairs(measure, persistent, params, a, b, budget);
+        }
         let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
         let triangle_matrix = b.is_none();
         let b = b.unwrap_or(a);
@@ -365,6 +402,11 @@ impl Gpu {
         b_len: usize,
     ) -> Result<PairKernel> {
         let row_len = a_len.max(b_len) + 1;
+        match variant {
+            Variant::Local => return self.local_kernel::<T>(measure, row_len, b_len),
+            Variant::Shared => return self.shared_kernel::<T>(measure, row_len),
+            _ => {}
+        }
         let (name, threads_per_pair, workspace_per_pair) = match variant {
             Variant::Naive => (format!("{measure}_naive_{}", T::NAME), 1, 2 * row_len),
             _ => {
@@ -383,6 +425,8 @@ impl Gpu {
             threads_per_pair: threads_per_pair as u32,
             row_len,
             workspace_per_pair,
+            threads_per_block: THREADS_PER_BLOCK,
+            shared_bytes: 0,
         })
     }
 
@@ -429,7 +473,7 @@ impl Gpu {
         };
         let out_ptr = poison(stream, &mut out)?;
         let workspace_ptr = workspace.as_ref().map_or(0, |w| w.device_ptr(stream).0);
-        let pairs_per_block = (THREADS_PER_BLOCK / kernel.threads_per_pair) as u64;
+        let pairs_per_block = (kernel.threads_per_block / kernel.threads_per_pair) as u64;
         let mut first_pair = 0;
         while first_pair < pairs {
             let pair_count = chunk.min(pairs - first_pair);
@@ -444,12 +488,17 @@ impl Gpu {
                 pair_count,
                 triangle: triangle as u32,
             };
-            let blocks = pair_count.div_ceil(pairs_per_block) as u32;
+            let config = LaunchConfig {
+                grid_dim: (pair_count.div_ceil(pairs_per_block) as u32, 1, 1),
+                block_dim: (kernel.threads_per_block, 1, 1),
+                shared_mem_bytes: kernel.shared_bytes,
+            };
             // SAFETY: the launch's pointers are live device allocations of the
             // sizes its fields promise (uploaded blocks, `out` of a.count x
             // b.count, a workspace of `chunk` pairs >= pair_count, or none
-            // when the kernel needs none).
-            unsafe { self.launch(&kernel.function, blocks, THREADS_PER_BLOCK, launch) }?;
+            // when the kernel needs none); the shared memory is what the
+            // kernel was sized for.
+            unsafe { self.launch_with(&kernel.function, config, false, launch) }?;
             first_pair += pair_count;
         }
         let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
@@ -476,13 +525,34 @@ impl Gpu {
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
+        self.launch_with(function, config, false, argument)
+    }
+
+    /// Launches `function` with `config` and `argument` as its one
+    /// parameter; `cooperative` launches guarantee that every block is
+    /// resident at once (or fail), as a grid-wide barrier needs.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    unsafe fn launch_with<A: Copy>(
+        &self,
+        function: &CudaFunction,
+        config: LaunchConfig,
+        cooperative: bool,
+        argument: A,
+    ) -> Result<()>
+    where
+        KernelArgument<A>: DeviceRepr,
+    {
         let argument = KernelArgument(argument);
-        self.stream
-            .launch_builder(function)
-            .arg(&argument)
-            .launch(config)
-            .map(|_| ())
-            .map_err(gpu_error)
+        let mut builder = self.stream.launch_builder(function);
+        builder.arg(&argument);
+        let launched = if cooperative {
+            builder.launch_cooperative(config)
+        } else {
+            builder.launch(config)
+        };
+        launched.map(|_| ()).map_err(gpu_error)
     }
 
     fn upload<T: Float>(&self, set: &SeriesSet<T>) -> Result<DeviceSet<T>> {
@@ -531,15 +601,19 @@ unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PairsLaunch<T, P>> {
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PipelineLaunch<T, P>> {}
 
-/// A loaded naive or warp kernel and what its launches need.
+/// A loaded naive, warp, local or shared kernel and what its launches need.
 struct PairKernel {
     function: CudaFunction,
-    /// 1 (naive) or a warp.
+    /// 1 (naive, local, shared) or a warp.
     threads_per_pair: u32,
     /// `PairsLaunch::row_len`.
     row_len: usize,
     /// Workspace values per pair; 0 for none.
     workspace_per_pair: usize,
+    /// Threads of a block ([`THREADS_PER_BLOCK`] but for the shared kernel).
+    threads_per_block: u32,
+    /// Dynamic shared memory of a block, in bytes.
+    shared_bytes: u32,
 }
 
 /// A block of series in device memory.

@@ -198,3 +198,137 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     // SAFETY: trap ends the kernel with an error the host sees at its next sync.
     unsafe { core::arch::nvptx::trap() }
 }
+
+// ---------------------------------------------------------------------------
+// Anti-diagonal kernels (`diagonal`, `diagonal_step`) and the one-thread-per-
+// pair kernels with rows in local (`local<cap>`) or shared (`shared`) memory.
+// ---------------------------------------------------------------------------
+
+use crate::diagonal::{generation_barrier, Grid};
+use crate::DiagonalLaunch;
+use core::arch::nvptx::{_grid_dim_x, _syncthreads};
+use core::intrinsics::gpu::gpu_launch_sized_workgroup_mem;
+
+/// The whole grid of a persistent kernel: every thread of every block, and
+/// a grid-wide barrier (block barrier, then thread 0 of each block meets
+/// the others' in a generation barrier in global memory, then block
+/// barrier). Every block must be resident at once: the host launches it
+/// cooperatively, with no more blocks than fit the GPU.
+struct GpuGrid {
+    /// Two zeroed words in global memory.
+    barrier: *mut u32,
+}
+
+impl Grid for GpuGrid {
+    #[inline(always)]
+    fn thread(&self) -> usize {
+        // SAFETY: reads special registers.
+        unsafe { global_thread() as usize }
+    }
+
+    #[inline(always)]
+    fn threads(&self) -> usize {
+        // SAFETY: reads special registers.
+        unsafe { _grid_dim_x() as usize * _block_dim_x() as usize }
+    }
+
+    #[inline(always)]
+    unsafe fn sync(&self) {
+        _syncthreads();
+        if _thread_idx_x() == 0 {
+            generation_barrier(self.barrier, _grid_dim_x() as u32, || {});
+        }
+        _syncthreads();
+    }
+}
+
+/// One pair, one persistent kernel: every anti-diagonal in turn, a
+/// grid-wide barrier between two.
+macro_rules! diagonal_kernel {
+    ($name:ident, $t:ty, $params:ty) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: DiagonalLaunch<$t, $params>) {
+            launch.run_pair(&GpuGrid {
+                barrier: launch.barrier,
+            });
+        }
+    };
+}
+
+/// One anti-diagonal of one pair per launch (cuTWED's scheme).
+macro_rules! diagonal_step_kernel {
+    ($name:ident, $t:ty, $params:ty) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: DiagonalLaunch<$t, $params>) {
+            let threads = _grid_dim_x() as usize * _block_dim_x() as usize;
+            launch.run_diagonal(global_thread() as usize, threads);
+        }
+    };
+}
+
+/// One thread per pair, its two rows in a local array for series `b` of up
+/// to `$cap` samples.
+macro_rules! local_kernel {
+    ($name:ident, $t:ty, $params:ty, $cap:literal) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+            let index = global_thread();
+            if index < launch.pair_count {
+                launch.run_pair_in_local::<{ $cap + 1 }>(index);
+            }
+        }
+    };
+}
+
+/// One thread per pair, its two rows in the block's dynamic shared memory.
+macro_rules! shared_kernel {
+    ($name:ident, $t:ty, $params:ty) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+            let index = global_thread();
+            if index < launch.pair_count {
+                launch.run_pair_in_block_rows(
+                    index,
+                    gpu_launch_sized_workgroup_mem::<$t>(),
+                    _thread_idx_x() as usize,
+                    _block_dim_x() as usize,
+                );
+            }
+        }
+    };
+}
+
+diagonal_kernel!(dtw_diagonal_f32, f32, DtwParams);
+diagonal_kernel!(dtw_diagonal_f64, f64, DtwParams);
+diagonal_kernel!(soft_dtw_diagonal_f32, f32, SoftDtwParams<f32>);
+diagonal_kernel!(soft_dtw_diagonal_f64, f64, SoftDtwParams<f64>);
+diagonal_kernel!(twed_diagonal_f32, f32, TwedParams<f32>);
+diagonal_kernel!(twed_diagonal_f64, f64, TwedParams<f64>);
+
+diagonal_step_kernel!(dtw_diagonal_step_f32, f32, DtwParams);
+diagonal_step_kernel!(dtw_diagonal_step_f64, f64, DtwParams);
+diagonal_step_kernel!(soft_dtw_diagonal_step_f32, f32, SoftDtwParams<f32>);
+diagonal_step_kernel!(soft_dtw_diagonal_step_f64, f64, SoftDtwParams<f64>);
+diagonal_step_kernel!(twed_diagonal_step_f32, f32, TwedParams<f32>);
+diagonal_step_kernel!(twed_diagonal_step_f64, f64, TwedParams<f64>);
+
+// The capacities instantiated here are the host's `gpu::LOCAL_CAPACITIES`.
+local_kernel!(dtw_local256_f32, f32, DtwParams, 256);
+local_kernel!(dtw_local1024_f32, f32, DtwParams, 1024);
+local_kernel!(dtw_local256_f64, f64, DtwParams, 256);
+local_kernel!(dtw_local1024_f64, f64, DtwParams, 1024);
+local_kernel!(soft_dtw_local256_f32, f32, SoftDtwParams<f32>, 256);
+local_kernel!(soft_dtw_local1024_f32, f32, SoftDtwParams<f32>, 1024);
+local_kernel!(soft_dtw_local256_f64, f64, SoftDtwParams<f64>, 256);
+local_kernel!(soft_dtw_local1024_f64, f64, SoftDtwParams<f64>, 1024);
+local_kernel!(twed_local256_f32, f32, TwedParams<f32>, 256);
+local_kernel!(twed_local1024_f32, f32, TwedParams<f32>, 1024);
+local_kernel!(twed_local256_f64, f64, TwedParams<f64>, 256);
+local_kernel!(twed_local1024_f64, f64, TwedParams<f64>, 1024);
+
+shared_kernel!(dtw_shared_f32, f32, DtwParams);
+shared_kernel!(dtw_shared_f64, f64, DtwParams);
+shared_kernel!(soft_dtw_shared_f32, f32, SoftDtwParams<f32>);
+shared_kernel!(soft_dtw_shared_f64, f64, SoftDtwParams<f64>);
+shared_kernel!(twed_shared_f32, f32, TwedParams<f32>);
+shared_kernel!(twed_shared_f64, f64, TwedParams<f64>);

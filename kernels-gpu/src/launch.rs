@@ -1,10 +1,12 @@
 //! Launch parameters shared by host and device, and the mapping from a
 //! thread's pair number to the pair of series it computes.
 
+use crate::diagonal::{diagonal_cells, diagonal_pair, diagonal_value, Diagonals, Grid};
 use crate::warp::{
     diagonal_tiles, pipelined_pair, tile_counts, warp_pair, warp_tile, Pipeline, TileGrid, Warp,
 };
 use crate::{pair_value, Real, Recurrence, RowPair, SetRef};
+use core::mem::MaybeUninit;
 
 /// Everything a pairwise kernel needs, passed by value as its one parameter.
 ///
@@ -101,16 +103,72 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
     /// `index < pair_count`; every pointer valid as documented on the fields.
     #[inline(always)]
     pub unsafe fn run_pair_with_workspace(&self, index: u64) {
-        let (i, j) = self.pair(index);
-        let a = self.a.series(i as usize);
-        let b = self.b.series(j as usize);
         let rows = RowPair {
             base: self.workspace.add(index as usize),
             len: self.row_len as usize,
             stride: self.pair_count as usize,
         };
+        self.run_pair_in_rows(index, rows);
+    }
+
+    /// Compute pair `index` of the launch with its two rolling rows in
+    /// `rows` and write its value to the output.
+    ///
+    /// # Safety
+    /// `index < pair_count`; `rows` holds two rows of at least the pair's
+    /// `b` length plus one, used by nobody else; pointers valid as
+    /// documented on the fields.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_rows(&self, index: u64, rows: RowPair<T>) {
+        let (i, j) = self.pair(index);
+        let a = self.a.series(i as usize);
+        let b = self.b.series(j as usize);
         let value = pair_value(&self.params, &a, &b, rows);
         self.write(i, j, value);
+    }
+
+    /// Compute pair `index` with its two rolling rows in a fixed array of
+    /// the calling thread's own (`ROW` values a row: on the GPU, local
+    /// memory) and write its value: the `local` kernels' whole job.
+    ///
+    /// # Safety
+    /// As [`PairsLaunch::run_pair_in_rows`]; every series of `b` has fewer
+    /// than `ROW` samples (the host checks).
+    #[inline(always)]
+    pub unsafe fn run_pair_in_local<const ROW: usize>(&self, index: u64) {
+        // Never read before written (see `pair_value`): no initialisation.
+        let mut rows = MaybeUninit::<[[T; ROW]; 2]>::uninit();
+        let rows = RowPair {
+            base: rows.as_mut_ptr().cast::<T>(),
+            len: ROW,
+            stride: 1,
+        };
+        self.run_pair_in_rows(index, rows);
+    }
+
+    /// Compute pair `index` with its two rolling rows in memory shared by
+    /// the `threads` threads of its block, interleaved: element `k` of row
+    /// `r` of the block's thread `thread` at `block_rows[(r * row_len + k)
+    /// * threads + thread]`, so the threads of a warp touch consecutive
+    /// words (no bank conflicts). The `shared` kernels' whole job.
+    ///
+    /// # Safety
+    /// As [`PairsLaunch::run_pair_in_rows`]; `block_rows` holds `threads *
+    /// 2 * row_len` values; `thread < threads`.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_block_rows(
+        &self,
+        index: u64,
+        block_rows: *mut T,
+        thread: usize,
+        threads: usize,
+    ) {
+        let rows = RowPair {
+            base: block_rows.add(thread),
+            len: self.row_len as usize,
+            stride: threads,
+        };
+        self.run_pair_in_rows(index, rows);
     }
 
     /// Compute pair `index` of the launch with the warp driver, `S` columns
@@ -233,6 +291,61 @@ impl<T: Real, P: Recurrence<T>> PipelineLaunch<T, P> {
             if warp.lane() == 0 {
                 *self.out = value;
             }
+        }
+    }
+}
+
+/// Everything a launch of the anti-diagonal kernels needs: the pair
+/// `a.series(0)`, `b.series(0)`, its three rolling anti-diagonals, and,
+/// for the persistent kernel, its grid barrier; for the one-launch-per-
+/// anti-diagonal kernel, which anti-diagonal.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DiagonalLaunch<T, P> {
+    pub a: SetRef<T>,
+    pub b: SetRef<T>,
+    pub params: P,
+    /// `len >= a.series(0).len + 1`.
+    pub diagonals: Diagonals<T>,
+    /// Two `u32` words, zero before the first launch, for
+    /// [`crate::diagonal::generation_barrier`] (persistent kernel only).
+    pub barrier: *mut u32,
+    /// Where the pair's value is written.
+    pub out: *mut T,
+    /// The anti-diagonal to compute (one-launch-per-anti-diagonal kernel).
+    pub diagonal: u64,
+}
+
+impl<T: Real, P: Recurrence<T>> DiagonalLaunch<T, P> {
+    /// The whole pair, the grid's threads together: the persistent kernel.
+    ///
+    /// # Safety
+    /// All threads of `grid` call it together; pointers valid as documented.
+    #[inline(always)]
+    pub unsafe fn run_pair<G: Grid>(&self, grid: &G) {
+        let a = self.a.series(0);
+        let b = self.b.series(0);
+        let value = diagonal_pair(grid, &self.params, &a, &b, &self.diagonals);
+        if grid.thread() == 0 {
+            *self.out = value;
+        }
+    }
+
+    /// Thread `thread`'s cells of anti-diagonal `self.diagonal`; on the last
+    /// anti-diagonal thread 0 computes the pair's last cell and writes it
+    /// out.
+    ///
+    /// # Safety
+    /// Every earlier anti-diagonal is complete; `self.diagonal <= n + m`;
+    /// pointers valid as documented.
+    #[inline(always)]
+    pub unsafe fn run_diagonal(&self, thread: usize, threads: usize) {
+        let a = self.a.series(0);
+        let b = self.b.series(0);
+        let k = self.diagonal as usize;
+        diagonal_cells(&self.params, &a, &b, &self.diagonals, k, thread, threads);
+        if k == a.len + b.len && thread == 0 {
+            *self.out = diagonal_value(&self.diagonals, a.len, b.len);
         }
     }
 }

@@ -15,7 +15,9 @@
         stdarch_nvptx,
         core_intrinsics,
         link_llvm_intrinsics,
-        asm_experimental_arch
+        asm_experimental_arch,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem
     ),
     allow(internal_features)
 )]
@@ -25,6 +27,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod diagonal;
 pub mod dtw;
 pub mod launch;
 mod real;
@@ -35,7 +38,7 @@ pub mod twed;
 pub mod warp;
 
 pub use dtw::DtwParams;
-pub use launch::{PairsLaunch, PipelineLaunch, TileLaunch};
+pub use launch::{DiagonalLaunch, PairsLaunch, PipelineLaunch, TileLaunch};
 pub use real::Real;
 pub use rows::{pair_value, Neighbours, Recurrence, RowPair};
 pub use series::{Sample, Series, SetRef};

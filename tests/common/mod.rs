@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod emulator;
+pub mod grid;
 
 use ndarray::{Array2, ArrayView2};
 use rand::rngs::StdRng;
