@@ -15,6 +15,8 @@ use timewarp_kernels::launch::tile_pairs;
 use timewarp_kernels::warp::{diagonal_tiles, tile_counts, TileGrid, LANES};
 use timewarp_kernels::{PairsLaunch, SetRef, TileLaunch};
 
+mod soft_dtw;
+
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
@@ -47,16 +49,25 @@ pub enum Variant {
     /// One long pair at a time: tiles of the matrix, each a warp's block,
     /// an anti-diagonal of tiles per launch; memory linear in the lengths.
     Tiled,
+    /// One block per pair, threads over the cells of an anti-diagonal, the
+    /// last three anti-diagonals in shared memory (`gpu::soft_dtw`).
+    Stencil,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 3] = [Variant::Naive, Variant::Warp, Variant::Tiled];
+    pub const ALL: [Variant; 4] = [
+        Variant::Naive,
+        Variant::Warp,
+        Variant::Tiled,
+        Variant::Stencil,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Variant::Naive => "naive",
             Variant::Warp => "warp",
             Variant::Tiled => "tiled",
+            Variant::Stencil => "stencil",
         }
     }
 
@@ -148,6 +159,7 @@ pub fn kernel_names() -> Vec<String> {
             }
         }
     }
+    names.extend(soft_dtw::kernel_names());
     names
 }
 
@@ -302,6 +314,9 @@ impl Gpu {
         };
         if variant == Variant::Tiled {
             return self.pairs_one_by_one(measure, params, a, b, budget);
+        }
+        if variant == Variant::Stencil {
+            return self.stencil_matrix(measure, params, a, b, budget);
         }
         let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
         let triangle_matrix = b.is_none();

@@ -10,7 +10,14 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, core_intrinsics, link_llvm_intrinsics),
+    feature(
+        abi_ptx,
+        stdarch_nvptx,
+        core_intrinsics,
+        link_llvm_intrinsics,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem
+    ),
     allow(internal_features)
 )]
 
@@ -19,6 +26,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod block;
 pub mod dtw;
 pub mod launch;
 mod real;
@@ -28,10 +36,11 @@ pub mod soft_dtw;
 pub mod twed;
 pub mod warp;
 
+pub use block::{BlockLaunch, ThreadBlock};
 pub use dtw::DtwParams;
 pub use launch::{PairsLaunch, TileLaunch};
 pub use real::Real;
-pub use rows::{pair_value, Neighbours, Recurrence, RowPair};
+pub use rows::{pair_value, Differentiable, Neighbours, Recurrence, RowPair};
 pub use series::{Sample, Series, SetRef};
 pub use soft_dtw::SoftDtwParams;
 pub use twed::TwedParams;
