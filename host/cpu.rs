@@ -5,6 +5,7 @@
 //! exponentials of neighbouring cells overlap instead of waiting on each
 //! other.
 
+use crate::soft_dtw::Gradients;
 use crate::{Float, SeriesSet};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -187,7 +188,7 @@ pub(crate) fn paired_gradient<T: Float, R: Differentiable<T> + Sync>(
     b: &SeriesSet<T>,
     measure: &R,
     with_b: bool,
-) -> (Vec<T>, Vec<T>, Option<Vec<T>>) {
+) -> Gradients<T> {
     let (a_ref, b_ref) = (a.host_ref(), b.host_ref());
     let dims = a.dims();
     let results: Vec<(T, Vec<T>, Vec<T>)> = (0..a.len())

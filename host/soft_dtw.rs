@@ -164,7 +164,9 @@ fn paired_values<T: Float>(
     Ok(values)
 }
 
-type Gradients<T> = (Vec<T>, Vec<T>, Option<Vec<T>>);
+/// Values, the gradient with respect to the first batch and, if asked for,
+/// to the second, each laid out like its batch's values.
+pub(crate) type Gradients<T> = (Vec<T>, Vec<T>, Option<Vec<T>>);
 
 fn paired_gradient<T: Float>(
     a: &SeriesSet<T>,

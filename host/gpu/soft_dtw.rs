@@ -21,6 +21,7 @@ use super::{
     driver, gpu_error, poison, warp_stripe, warp_stripes, DeviceSet, Gpu, KernelArgument, TilePlan,
     Variant, LANES, THREADS_PER_BLOCK, TILED_MAX_PAIRS, TILED_MIN_LENGTH,
 };
+use crate::soft_dtw::Gradients;
 use crate::{soft_dtw_gradient_bytes_per_pair, Error, Float, Result, SeriesSet};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaFunction, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -108,15 +109,14 @@ fn paired_ring_len<T: Float>(a: &SeriesSet<T>, b: &SeriesSet<T>) -> usize {
         .unwrap_or(1)
 }
 
-/// Threads of a block for anti-diagonals of up to `ring_len` cells: one per
-/// cell, whole warps, at most `limit`.
+/// Threads of a block for pairs whose anti-diagonals have up to
+/// `ring_len - 1` interior cells: one per cell, whole warps, at most
+/// `limit` (the boundary cell of the longest anti-diagonal goes to thread
+/// 0 as a second cell, rather than to a warp of its own).
 fn block_threads(ring_len: usize, limit: usize) -> u32 {
     let limit = (limit.min(MAX_BLOCK_THREADS) / LANES).max(1) * LANES;
-    ring_len
-        .div_ceil(LANES)
-        .max(1)
-        .saturating_mul(LANES)
-        .min(limit) as u32
+    let cells = ring_len.saturating_sub(1).max(1);
+    (cells.div_ceil(LANES) * LANES).min(limit) as u32
 }
 
 impl Gpu {
@@ -441,7 +441,7 @@ impl Gpu {
         b: &SeriesSet<T>,
         with_b: bool,
         memory_budget: Option<usize>,
-    ) -> Result<(Vec<T>, Vec<T>, Option<Vec<T>>)> {
+    ) -> Result<Gradients<T>> {
         let (_one_at_a_time, budget) = self.begin(memory_budget)?;
         let dims = a.dims();
         let bytes = |k: usize| {
