@@ -24,7 +24,7 @@
 //! # Ok::<(), timewarp::Error>(())
 //! ```
 
-use crate::compute::{Backend, ComputeOptions, Device};
+use crate::compute::{Backend, ComputeOptions};
 use crate::gpu::Variant;
 use crate::{cpu, Error, Float, Result, SeriesSet, SoftDtw, GPU_VARIANTS};
 use ndarray::{Array1, Array2, Array3, ArrayView2};
@@ -175,25 +175,7 @@ fn paired_gradient<T: Float>(
     with_b: bool,
     options: &ComputeOptions,
 ) -> Result<Gradients<T>> {
-    let backend = match Backend::resolve(options.device)? {
-        Backend::Gpu(gpu) => {
-            let shortest = (0..a.len())
-                .map(|k| a.series_len(k).min(b.series_len(k)))
-                .max()
-                .unwrap_or(1);
-            if gpu.gradient_fits::<T>(shortest)? {
-                Backend::Gpu(gpu)
-            } else if options.device == Device::Auto {
-                Backend::Cpu
-            } else {
-                return Err(Error::Gpu(format!(
-                    "the GPU gradient keeps six anti-diagonals of a pair in shared memory, too little for pairs of {shortest} samples on their shorter side in {}; use Device::Auto or Device::Cpu",
-                    T::NAME
-                )));
-            }
-        }
-        cpu => cpu,
-    };
+    let backend = Backend::resolve(options.device)?;
     let result = match backend {
         Backend::Cpu => cpu::paired_gradient(a, b, &params, with_b),
         Backend::Gpu(gpu) => {
@@ -226,7 +208,7 @@ fn split<T: Float>(flat: &[T], set: &SeriesSet<T>) -> Vec<Array2<T>> {
 /// divergence. `x` and `y` need the same number of series and the same
 /// dimensions; lengths may differ, within and between them.
 ///
-/// On the GPU ([`Device::Gpu`], or [`Device::Auto`] when there is one) the
+/// On the GPU ([`crate::Device::Gpu`], or [`crate::Device::Auto`] when there is one) the
 /// kernel variant is [`ComputeOptions::gpu_variant`]'s (`stencil`, `warp`
 /// or `tiled`), else chosen from the lengths ([`crate::gpu::Gpu::choose_paired`]).
 pub fn soft_dtw_pairs<T: Float>(
@@ -258,10 +240,8 @@ pub fn soft_dtw_pairs<T: Float>(
 /// arguments of `sdtw(x, x)` contribute equally), and likewise for `y`.
 ///
 /// On the GPU each pair's cost matrix is kept in device memory
-/// ([`soft_dtw_gradient_bytes_per_pair`]); batches run in chunks that fit.
-/// Pairs too long for the GPU kernel's shared memory (see `gpu::soft_dtw`)
-/// are computed on the CPU with [`Device::Auto`], an error with
-/// [`Device::Gpu`].
+/// ([`soft_dtw_gradient_bytes_per_pair`]); batches run in chunks that fit,
+/// and a pair that alone does not fit the memory budget is an error.
 pub fn soft_dtw_pairs_gradient<T: Float>(
     x: &SeriesSet<T>,
     y: &SeriesSet<T>,

@@ -460,6 +460,14 @@ fn length_4096(options: ComputeOptions) {
     check_gradients::<f32>(&options, &x, &y, 0.1, Some(64), "length 4096");
 }
 
+/// GPU only: a pair whose six gradient anti-diagonals (6 x 4901 f64 =
+/// 235 KB) exceed an H100/H200 block's shared memory (227 KiB), so the
+/// gradient kernel keeps them in global memory.
+fn gradient_beyond_shared_memory(options: ComputeOptions) {
+    let (x, y) = batches(98, &[(5000, 4900)], 1, 1.0);
+    check_gradients::<f64>(&options, &x, &y, 1.0, None, "rings in global memory");
+}
+
 macro_rules! cpu_and_gpu {
     ($module:ident, $variant:expr, [$($scenario:ident),* $(,)?]) => {
         mod $module {
@@ -514,6 +522,7 @@ cpu_and_gpu!(
         bad_input_is_an_error,
         matrices_with_band_and_divergence,
         length_4096,
+        gradient_beyond_shared_memory,
     ]
 );
 // Each forward variant on the value scenarios (the gradient has one kernel).

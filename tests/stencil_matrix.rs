@@ -13,6 +13,23 @@ use timewarp::{
     distance_matrix, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet, SoftDtw, Twed,
 };
 
+/// Every entry point the host may launch is in the embedded PTX (runs
+/// without a GPU; the build has kernels under `TIMEWARP_REQUIRE_KERNELS=1`).
+#[test]
+fn every_kernel_is_in_the_ptx() {
+    if let Some(reason) = timewarp::gpu::kernels_build_error() {
+        common::skip("every_kernel_is_in_the_ptx", reason);
+        return;
+    }
+    let ptx = timewarp::gpu::ptx();
+    for name in timewarp::gpu::kernel_names() {
+        assert!(
+            ptx.contains(&format!(".visible .entry {name}(")),
+            "kernel {name} is not in the PTX"
+        );
+    }
+}
+
 fn stencil() -> ComputeOptions {
     ComputeOptions {
         gpu_variant: Some("stencil"),

@@ -14,8 +14,9 @@
 //! gradient; the kernels opt into more than the default 48 KiB when a pair
 //! needs it, up to the device's limit (227 KiB on an H100/H200, so values
 //! up to `min(n, m)` of about 19 000 in f32 and 9 600 in f64, gradients up
-//! to about 9 600 and 4 800; longer pairs take the warp or tiled kernels
-//! for values, the CPU for gradients).
+//! to about 9 600 and 4 800). Longer pairs take the warp or tiled kernels
+//! for values; for gradients the rings move to global memory (slower, but
+//! any length whose cost matrix fits the device).
 
 use super::{
     driver, gpu_error, poison, warp_stripe, warp_stripes, DeviceSet, Gpu, KernelArgument, TilePlan,
@@ -141,13 +142,6 @@ impl Gpu {
         Ok(self.context.attribute(attribute).map_err(gpu_error)? as usize)
     }
 
-    /// Whether the gradient kernel can take pairs of up to `shortest`
-    /// samples on their shorter side in precision `T` (its shared memory).
-    pub fn gradient_fits<T: Float>(&self, shortest: usize) -> Result<bool> {
-        let bytes = shared_bytes::<T>(GRADIENT_RINGS, shortest + 1);
-        Ok(bytes <= self.max_shared_bytes()?)
-    }
-
     /// Kernel `name`, allowed `shared` bytes of dynamic shared memory, and
     /// the most threads a block of it may have.
     fn block_function(&self, name: &str, shared: usize) -> Result<(CudaFunction, usize)> {
@@ -224,6 +218,7 @@ impl Gpu {
             store_offsets: std::ptr::null(),
             grad_a: null,
             grad_b: null,
+            rings: null,
             ring_len: ring_len as u64,
             row_len: (a.max_len.max(b.max_len) + 1) as u64,
             first_pair: 0,
@@ -444,8 +439,19 @@ impl Gpu {
     ) -> Result<Gradients<T>> {
         let (_one_at_a_time, budget) = self.begin(memory_budget)?;
         let dims = a.dims();
+        // Rings in global memory when the longest pair's do not fit the
+        // block's shared memory (then for every pair of the batch).
+        let longest_ring = paired_ring_len(a, b);
+        let global_rings =
+            shared_bytes::<T>(GRADIENT_RINGS, longest_ring) > self.max_shared_bytes()?;
+        let ring_bytes = if global_rings {
+            shared_bytes::<T>(GRADIENT_RINGS, longest_ring)
+        } else {
+            0
+        };
         let bytes = |k: usize| {
             soft_dtw_gradient_bytes_per_pair::<T>(a.series_len(k), b.series_len(k), dims)
+                + ring_bytes
         };
         let name = format!("soft_dtw_gradient_{}", T::NAME);
         let stream = &self.stream;
@@ -457,8 +463,21 @@ impl Gpu {
             let (a_set, b_set) = (self.upload(&a_chunk)?, self.upload(&b_chunk)?);
             let pairs = range.len();
             let ring = paired_ring_len(&a_chunk, &b_chunk);
-            let shared = shared_bytes::<T>(GRADIENT_RINGS, ring);
+            let shared = if global_rings {
+                0
+            } else {
+                shared_bytes::<T>(GRADIENT_RINGS, ring)
+            };
             let (function, limit) = self.block_function(&name, shared)?;
+            let rings = if global_rings {
+                Some(
+                    stream
+                        .alloc_zeros::<T>(pairs * GRADIENT_RINGS * ring)
+                        .map_err(gpu_error)?,
+                )
+            } else {
+                None
+            };
             let threads = block_threads(ring, limit);
             let mut offsets = Vec::with_capacity(pairs);
             let mut total = 0u64;
@@ -490,12 +509,16 @@ impl Gpu {
                 grad_b: gradient_b
                     .as_ref()
                     .map_or(std::ptr::null_mut(), |g| g.device_ptr(stream).0 as *mut T),
+                rings: rings
+                    .as_ref()
+                    .map_or(std::ptr::null_mut(), |r| r.device_ptr(stream).0 as *mut T),
                 ..self.block_launch(&a_set, &b_set, params, mode::PAIRED, pairs as u64, ring)
             };
             // SAFETY: the chunk's batches are uploaded; `store` holds every
             // pair's n x m cells at its offset; `out` one value per pair; the
-            // gradients the chunk's samples, zeroed; the kernel was allowed
-            // `shared` bytes for six rings of `ring` values.
+            // gradients the chunk's samples, zeroed; the six rings of `ring`
+            // values per pair are in `rings` or in the `shared` bytes the
+            // kernel was allowed.
             unsafe { self.launch_blocks(&function, pairs as u32, threads, shared, launch) }?;
             values.extend(stream.clone_dtoh(&out).map_err(gpu_error)?);
             grad_a.extend(stream.clone_dtoh(&gradient_a).map_err(gpu_error)?);

@@ -319,6 +319,10 @@ pub struct BlockLaunch<T, P> {
     /// samples, laid out like `a`'s values and zeroed; and to `b`'s, or null.
     pub grad_a: *mut T,
     pub grad_b: *mut T,
+    /// The gradient kernels: rings in global memory, `GRADIENT_RINGS *
+    /// ring_len` values per pair of the launch, for pairs whose rings do
+    /// not fit the block's shared memory; null to use shared memory.
+    pub rings: *mut T,
     /// Values per ring anti-diagonal in shared memory: at least
     /// `min(n, m) + 1` of every pair.
     pub ring_len: u64,
@@ -413,22 +417,35 @@ impl<T: Real, P: Recurrence<T>> BlockLaunch<T, P> {
 
 impl<T: Real, P: Differentiable<T>> BlockLaunch<T, P> {
     /// Value and gradient of pair `index` of a paired launch: the forward
-    /// pass storing the cost matrix, then the backward pass, in the block's
-    /// shared memory (`GRADIENT_RINGS * ring_len` values). Blocks past the
-    /// launch's pairs return at once.
+    /// pass storing the cost matrix, then the backward pass, with their
+    /// rings (`GRADIENT_RINGS * ring_len` values) in the block's shared
+    /// memory, or in `rings` if that is not null. Blocks past the launch's
+    /// pairs return at once.
     ///
     /// # Safety
     /// As [`BlockLaunch::run_pair_in_block`]; `mode` is paired; `store`,
-    /// `store_offsets`, `grad_a` (and `grad_b` if not null) valid as
-    /// documented.
+    /// `store_offsets`, `grad_a` (and `grad_b`, `rings` if not null) valid
+    /// as documented.
     #[inline(always)]
     pub unsafe fn run_gradient_in_block<B: ThreadBlock>(&self, block: &B, index: u64) {
         if index >= self.pair_count {
             return;
         }
+        // Two copies of the pair's code, so that each knows where its rings
+        // live (shared-memory instructions in the first).
+        if self.rings.is_null() {
+            self.gradient_with_rings(block, index, block.shared::<T>());
+        } else {
+            let per_pair = GRADIENT_RINGS * self.ring_len as usize;
+            let rings = self.rings.add(index as usize * per_pair);
+            self.gradient_with_rings(block, index, rings);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn gradient_with_rings<B: ThreadBlock>(&self, block: &B, index: u64, ring: *mut T) {
         let (i, j) = self.pair(index);
         let (a, b) = (self.a.series(i), self.b.series(j));
-        let ring = block.shared::<T>();
         let ring_len = self.ring_len as usize;
         let store = self
             .store
