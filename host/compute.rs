@@ -37,6 +37,7 @@ pub struct ComputeOptions {
 /// `diagonal-launches`, one pair at a time, a thread per cell of an
 /// anti-diagonal (one persistent kernel, or one launch per anti-diagonal);
 /// `local` and `shared`, one thread per pair with its rows in local or
+/// shared memory; `stencil`, one block per pair over the anti-diagonals in
 /// shared memory.
 pub const GPU_VARIANTS: &[&str] = &[
     "naive",
@@ -47,6 +48,7 @@ pub const GPU_VARIANTS: &[&str] = &[
     "diagonal-launches",
     "local",
     "shared",
+    "stencil",
 ];
 
 impl ComputeOptions {
@@ -111,10 +113,13 @@ pub fn distance_matrix<T: Float>(
             run(backend, options, params, metric, a, b)
         }
         Metric::SoftDtw(soft) => {
-            let params = SoftDtwParams {
-                gamma: T::from_f64(soft.gamma()),
-            };
-            run(backend, options, params, metric, a, b)
+            let params = SoftDtwParams::new(T::from_f64(soft.gamma())).with_band(soft.band());
+            let matrix = run(backend, options, params, metric, a, b)?;
+            if soft.is_divergence() {
+                divergence_matrix(matrix, a, b, soft, options)
+            } else {
+                Ok(matrix)
+            }
         }
         Metric::Twed(twed) => {
             let params = TwedParams {
@@ -194,8 +199,37 @@ pub fn distance<T: Float>(a: ArrayView2<T>, b: ArrayView2<T>, metric: Metric) ->
     Ok(matrix[[0, 0]])
 }
 
+/// The soft-DTW divergence matrix from the Soft-DTW matrix `sdtw(a_i, b_j)`:
+/// minus half of `sdtw(a_i, a_i) + sdtw(b_j, b_j)`, computed as paired
+/// batches on the same device.
+fn divergence_matrix<T: Float>(
+    mut matrix: Array2<T>,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+    soft: crate::SoftDtw,
+    options: &ComputeOptions,
+) -> Result<Array2<T>> {
+    let plain = crate::SoftDtw::new(soft.gamma())?;
+    let plain = match soft.band() {
+        Some(r) => plain.with_band(r),
+        None => plain,
+    };
+    let own_a = crate::soft_dtw_pairs(a, a, plain, options)?;
+    let own_b = match b {
+        Some(b) => crate::soft_dtw_pairs(b, b, plain, options)?,
+        None => own_a.clone(),
+    };
+    let two = T::ONE + T::ONE;
+    for ((i, j), value) in matrix.indexed_iter_mut() {
+        *value = *value - (own_a[i] + own_b[j]) / two;
+    }
+    Ok(matrix)
+}
+
 /// Soft-DTW between `x` and `y` (`length x dims` each) and its gradient with
-/// respect to `x`, on the CPU.
+/// respect to `x`, on the CPU (with the metric's band; the divergence's
+/// gradient if the metric is the divergence). For batches and the GPU see
+/// [`crate::soft_dtw_pairs_gradient`].
 pub fn soft_dtw_gradient<T: Float>(
     x: ArrayView2<T>,
     y: ArrayView2<T>,
@@ -203,16 +237,8 @@ pub fn soft_dtw_gradient<T: Float>(
 ) -> Result<(T, Array2<T>)> {
     let xs = SeriesSet::from_series([x])?;
     let ys = SeriesSet::from_series([y])?;
-    if xs.dims() != ys.dims() {
-        return Err(Error::DimensionMismatch {
-            first: xs.dims(),
-            second: ys.dims(),
-        });
-    }
-    let (value, gradient) =
-        cpu::soft_dtw_gradient(xs.series(0), ys.series(0), T::from_f64(metric.gamma()));
-    if !value.is_finite() || gradient.iter().any(|g| !g.is_finite()) {
-        return Err(Error::Overflow { precision: T::NAME });
-    }
-    Ok((value, gradient))
+    let result =
+        crate::soft_dtw_pairs_gradient(&xs, &ys, metric, &ComputeOptions::on(Device::Cpu), false)?;
+    let gradient = result.grad_x.into_iter().next().expect("one pair");
+    Ok((result.values[0], gradient))
 }

@@ -38,6 +38,7 @@ pub mod gpu;
 mod metric;
 pub mod oracle;
 mod series;
+mod soft_dtw;
 
 pub use compute::{
     distance, distance_matrix, soft_dtw_gradient, Backend, ComputeOptions, Device, GPU_VARIANTS,
@@ -46,3 +47,6 @@ pub use error::{Error, Result};
 pub use float::{Float, Precision};
 pub use metric::{Dtw, Metric, SoftDtw, Twed};
 pub use series::SeriesSet;
+pub use soft_dtw::{
+    soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient, SoftDtwGradient,
+};

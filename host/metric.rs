@@ -32,14 +32,17 @@ impl Dtw {
     }
 }
 
-/// Soft-DTW (Cuturi & Blondel 2017) with squared Euclidean cost.
+/// Soft-DTW (Cuturi & Blondel 2017) with squared Euclidean cost, an
+/// optional Sakoe-Chiba band, and optionally as the soft-DTW divergence.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SoftDtw {
     gamma: f64,
+    band: Option<usize>,
+    divergence: bool,
 }
 
 impl SoftDtw {
-    /// Soft-DTW with smoothing `gamma > 0` (finite).
+    /// Soft-DTW with smoothing `gamma > 0` (finite), no band.
     pub fn new(gamma: f64) -> Result<Self> {
         if !(gamma > 0.0 && gamma.is_finite()) {
             return Err(Error::InvalidParameter {
@@ -48,11 +51,45 @@ impl SoftDtw {
                 requirement: "must be finite and > 0",
             });
         }
-        Ok(Self { gamma })
+        Ok(Self {
+            gamma,
+            band: None,
+            divergence: false,
+        })
+    }
+
+    /// The same with a Sakoe-Chiba band of `radius` samples, defined as
+    /// for DTW ([`Dtw::with_band`]): cells outside are excluded from every
+    /// alignment, in the value and in the gradient.
+    pub fn with_band(self, radius: usize) -> Self {
+        Self {
+            band: Some(radius),
+            ..self
+        }
+    }
+
+    /// The same as the soft-DTW divergence (Blondel, Mensch & Vert 2021):
+    /// `D(x, y) = sdtw(x, y) - (sdtw(x, x) + sdtw(y, y)) / 2`, which is 0
+    /// for `x = y` (Soft-DTW itself is not, and can be negative).
+    pub fn divergence(self) -> Self {
+        Self {
+            divergence: true,
+            ..self
+        }
     }
 
     pub fn gamma(&self) -> f64 {
         self.gamma
+    }
+
+    /// The band radius, if any.
+    pub fn band(&self) -> Option<usize> {
+        self.band
+    }
+
+    /// Whether this is the divergence.
+    pub fn is_divergence(&self) -> bool {
+        self.divergence
     }
 }
 

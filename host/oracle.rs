@@ -150,8 +150,32 @@ pub fn dtw(a: ArrayView2<f64>, b: ArrayView2<f64>, band: Option<usize>) -> f64 {
 /// `R[i][j] = delta(i, j) + softmin_gamma(R[i-1][j-1], R[i-1][j], R[i][j-1])`
 /// where `softmin_gamma(x) = -gamma * ln(sum_k exp(-x_k / gamma))`.
 pub fn soft_dtw(a: ArrayView2<f64>, b: ArrayView2<f64>, gamma: f64) -> f64 {
-    let (_, r) = soft_dtw_forward(a, b, gamma);
+    soft_dtw_banded(a, b, gamma, None)
+}
+
+/// [`soft_dtw`] with an optional Sakoe-Chiba band of radius `band`, the
+/// same band as [`dtw`]'s (tested cell by cell): cells outside it are
+/// `+inf`, so no alignment passes through them.
+pub fn soft_dtw_banded(
+    a: ArrayView2<f64>,
+    b: ArrayView2<f64>,
+    gamma: f64,
+    band: Option<usize>,
+) -> f64 {
+    let (_, r) = soft_dtw_forward(a, b, gamma, band);
     r[[a.nrows(), b.nrows()]]
+}
+
+/// The soft-DTW divergence (Blondel, Mensch & Vert, AISTATS 2021):
+/// `sdtw(a, b) - (sdtw(a, a) + sdtw(b, b)) / 2`, each term with the band.
+pub fn soft_dtw_divergence(
+    a: ArrayView2<f64>,
+    b: ArrayView2<f64>,
+    gamma: f64,
+    band: Option<usize>,
+) -> f64 {
+    soft_dtw_banded(a, b, gamma, band)
+        - (soft_dtw_banded(a, a, gamma, band) + soft_dtw_banded(b, b, gamma, band)) / 2.0
 }
 
 /// Soft-DTW value and its gradient with respect to `a` (`n x d`), via the
@@ -177,19 +201,40 @@ pub fn soft_dtw_with_gradient(
     b: ArrayView2<f64>,
     gamma: f64,
 ) -> (f64, Array2<f64>) {
-    let (delta, r) = soft_dtw_forward(a, b, gamma);
+    soft_dtw_with_gradient_banded(a, b, gamma, None)
+}
+
+/// [`soft_dtw_with_gradient`] with an optional Sakoe-Chiba band: cells
+/// outside it are `-inf` in the extended `R` (like the border, so steps into
+/// them weigh 0) and their `E` is 0. The gradient with respect to `b` is
+/// that of `soft_dtw_with_gradient_banded(b, a, ..)` (the band is symmetric).
+pub fn soft_dtw_with_gradient_banded(
+    a: ArrayView2<f64>,
+    b: ArrayView2<f64>,
+    gamma: f64,
+    band: Option<usize>,
+) -> (f64, Array2<f64>) {
+    let (delta, r) = soft_dtw_forward(a, b, gamma, band);
     let (n, m) = (a.nrows(), b.nrows());
     let value = r[[n, m]];
+    let inside =
+        |i: usize, j: usize| band.is_none_or(|w| in_sakoe_chiba_band(i - 1, j - 1, n, m, w));
 
     let mut rx = Array2::from_elem((n + 2, m + 2), f64::NEG_INFINITY);
-    rx.slice_mut(s![1..=n, 1..=m])
-        .assign(&r.slice(s![1.., 1..]));
+    for i in 1..=n {
+        for j in 1..=m {
+            if inside(i, j) {
+                rx[[i, j]] = r[[i, j]];
+            }
+        }
+    }
     rx[[n + 1, m + 1]] = value;
     let mut dx = Array2::<f64>::zeros((n + 2, m + 2));
     dx.slice_mut(s![1..=n, 1..=m]).assign(&delta);
-    // Weight of the step (i, j) -> (i2, j2). The interior R[i][j] is finite,
-    // so the only infinities are the -inf borders, whose weight is
-    // exp(-inf) = 0; they are handled explicitly to keep inf arithmetic out.
+    // Weight of the step (i, j) -> (i2, j2). The interior R[i][j] in the
+    // band is finite, so the only infinities are the -inf borders and
+    // out-of-band cells, whose weight is exp(-inf) = 0; they are handled
+    // explicitly to keep inf arithmetic out.
     let weight = |i2: usize, j2: usize, i: usize, j: usize| {
         if rx[[i2, j2]] == f64::NEG_INFINITY {
             0.0
@@ -201,6 +246,9 @@ pub fn soft_dtw_with_gradient(
     e[[n + 1, m + 1]] = 1.0;
     for i in (1..=n).rev() {
         for j in (1..=m).rev() {
+            if !inside(i, j) {
+                continue; // E stays 0
+            }
             e[[i, j]] = e[[i + 1, j]] * weight(i + 1, j, i, j)
                 + e[[i, j + 1]] * weight(i, j + 1, i, j)
                 + e[[i + 1, j + 1]] * weight(i + 1, j + 1, i, j);
@@ -220,11 +268,12 @@ pub fn soft_dtw_with_gradient(
 }
 
 /// Forward pass of Soft-DTW: `delta` (`n x m`, 0-based) and `R`
-/// (`(n+1) x (m+1)`, with its +inf boundary).
+/// (`(n+1) x (m+1)`, with its +inf boundary, +inf outside the band).
 fn soft_dtw_forward(
     a: ArrayView2<f64>,
     b: ArrayView2<f64>,
     gamma: f64,
+    band: Option<usize>,
 ) -> (Array2<f64>, Array2<f64>) {
     check_pair(&a, &b);
     assert!(
@@ -237,6 +286,9 @@ fn soft_dtw_forward(
     r[[0, 0]] = 0.0;
     for i in 1..=n {
         for j in 1..=m {
+            if band.is_some_and(|w| !in_sakoe_chiba_band(i - 1, j - 1, n, m, w)) {
+                continue; // stays +inf
+            }
             let soft = softmin3(r[[i - 1, j - 1]], r[[i - 1, j]], r[[i, j - 1]], gamma);
             r[[i, j]] = delta[[i - 1, j - 1]] + soft;
         }
@@ -564,6 +616,52 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn soft_dtw_band() {
+        // A band as wide as the series changes nothing; a narrower one can
+        // only remove alignments: with gamma -> 0 each banded value tends to
+        // the banded DTW, which is never below the unbanded DTW. The
+        // gradient with a band matches finite differences, and the band is
+        // symmetric.
+        let h = 1e-6;
+        for (seed, n, m, d) in [(80, 6, 9, 1), (81, 8, 5, 2), (82, 7, 7, 1)] {
+            let (a, b) = (series(seed, n, d), series(seed + 9, m, d));
+            let full = soft_dtw(a.view(), b.view(), 0.5);
+            assert_eq!(
+                soft_dtw_banded(a.view(), b.view(), 0.5, Some(n.max(m))),
+                full
+            );
+            for w in [0, 1, 2] {
+                let banded = soft_dtw_banded(a.view(), b.view(), 0.5, Some(w));
+                assert!(banded.is_finite());
+                assert_relative_eq!(
+                    banded,
+                    soft_dtw_banded(b.view(), a.view(), 0.5, Some(w)),
+                    max_relative = 1e-14
+                );
+                let hard = dtw(a.view(), b.view(), Some(w));
+                let gap = hard - soft_dtw_banded(a.view(), b.view(), 1e-3, Some(w));
+                assert!(gap >= 0.0 && gap <= 1e-3 * (n + m) as f64 * 3f64.ln());
+                let (value, grad) = soft_dtw_with_gradient_banded(a.view(), b.view(), 0.5, Some(w));
+                assert_eq!(value, banded);
+                for ((i, k), &g) in grad.indexed_iter() {
+                    let (mut plus, mut minus) = (a.clone(), a.clone());
+                    plus[[i, k]] += h;
+                    minus[[i, k]] -= h;
+                    let fd = (soft_dtw_banded(plus.view(), b.view(), 0.5, Some(w))
+                        - soft_dtw_banded(minus.view(), b.view(), 0.5, Some(w)))
+                        / (2.0 * h);
+                    assert!(
+                        (fd - g).abs() <= 1e-6 * g.abs().max(1.0),
+                        "band {w}: {g} vs {fd}"
+                    );
+                }
+            }
+            // The divergence of a series with itself is exactly 0.
+            assert_eq!(soft_dtw_divergence(a.view(), a.view(), 0.5, Some(1)), 0.0);
         }
     }
 

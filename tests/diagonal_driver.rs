@@ -85,7 +85,7 @@ macro_rules! with_params {
                 $body
             }
             Measure::SoftDtw(gamma) => {
-                let $p = SoftDtwParams { gamma };
+                let $p = SoftDtwParams::new(gamma);
                 $body
             }
             Measure::Twed(nu, lambda, degree) => {

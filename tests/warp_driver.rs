@@ -240,7 +240,7 @@ fn check_all(measure: Measure, pair: &Pair, tiles: bool) {
             };
             check_pair(&params, measure, pair, tiles)
         }
-        Measure::SoftDtw(gamma) => check_pair(&SoftDtwParams { gamma }, measure, pair, tiles),
+        Measure::SoftDtw(gamma) => check_pair(&SoftDtwParams::new(gamma), measure, pair, tiles),
         Measure::Twed(nu, lambda, degree) => {
             check_pair(&TwedParams { nu, lambda, degree }, measure, pair, tiles)
         }
@@ -301,7 +301,7 @@ fn a_full_warp_matches_the_oracle() {
                     )
                 }
                 Measure::SoftDtw(gamma) => {
-                    let p = SoftDtwParams { gamma };
+                    let p = SoftDtwParams::new(gamma);
                     (
                         in_warp::<_, 32, 1>(&p, &pair),
                         in_warp::<_, 32, 2>(&p, &pair),

@@ -74,7 +74,7 @@ impl Gpu {
 
     /// One pair (the single series of `a` against that of `b`) in one
     /// launch: column bands, each warp right behind the band to its left.
-    fn pair_pipelined<T: Float, P: Copy>(
+    pub(super) fn pair_pipelined<T: Float, P: Copy>(
         &self,
         measure: &str,
         params: P,

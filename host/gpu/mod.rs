@@ -22,6 +22,8 @@ mod thread_rows;
 
 pub use thread_rows::{LOCAL_CAPACITIES, LOCAL_MAX_LEN};
 
+mod soft_dtw;
+
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
 }
@@ -71,10 +73,13 @@ pub enum Variant {
     Local,
     /// One thread per pair, two rolling rows in the block's shared memory.
     Shared,
+    /// One block per pair, threads over the cells of an anti-diagonal, the
+    /// last three anti-diagonals in shared memory (`gpu::soft_dtw`).
+    Stencil,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 9] = [
         Variant::Naive,
         Variant::Warp,
         Variant::Tiled,
@@ -83,6 +88,7 @@ impl Variant {
         Variant::DiagonalLaunches,
         Variant::Local,
         Variant::Shared,
+        Variant::Stencil,
     ];
 
     pub fn name(self) -> &'static str {
@@ -95,6 +101,7 @@ impl Variant {
             Variant::DiagonalLaunches => "diagonal-launches",
             Variant::Local => "local",
             Variant::Shared => "shared",
+            Variant::Stencil => "stencil",
         }
     }
 
@@ -176,6 +183,7 @@ pub fn kernel_names() -> Vec<String> {
             names.push(format!("{measure}_shared_{precision}"));
         }
     }
+    names.extend(soft_dtw::kernel_names());
     names
 }
 
@@ -352,6 +360,9 @@ impl Gpu {
         if let Variant::Diagonal | Variant::DiagonalLaunches = variant {
             let persistent = variant == Variant::Diagonal;
             return self.diagonal_pairs(measure, persistent, params, a, b, budget);
+        }
+        if variant == Variant::Stencil {
+            return self.stencil_matrix(measure, params, a, b, budget);
         }
         let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
         let triangle_matrix = b.is_none();

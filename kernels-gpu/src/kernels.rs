@@ -332,3 +332,89 @@ shared_kernel!(soft_dtw_shared_f32, f32, SoftDtwParams<f32>);
 shared_kernel!(soft_dtw_shared_f64, f64, SoftDtwParams<f64>);
 shared_kernel!(twed_shared_f32, f32, TwedParams<f32>);
 shared_kernel!(twed_shared_f64, f64, TwedParams<f64>);
+
+// ---------------------------------------------------------------------------
+// The block driver (`block.rs`), over `BlockLaunch`: the stencil kernels (a
+// block per pair, three anti-diagonals in shared memory) for every measure,
+// and for Soft-DTW the paired warp kernels (the warp driver for paired
+// batches) and the gradient (forward pass storing the cost matrix, then the
+// backward pass, a block per pair). The host's `gpu::soft_dtw` launches them.
+// ---------------------------------------------------------------------------
+
+use crate::{BlockLaunch, ThreadBlock};
+
+/// The hardware block: `_syncthreads` and the launch's dynamic shared memory.
+struct GpuBlock;
+
+impl ThreadBlock for GpuBlock {
+    #[inline(always)]
+    fn thread(&self) -> usize {
+        // SAFETY: reads a special register.
+        unsafe { _thread_idx_x() as usize }
+    }
+
+    #[inline(always)]
+    fn threads(&self) -> usize {
+        // SAFETY: reads a special register.
+        unsafe { _block_dim_x() as usize }
+    }
+
+    #[inline(always)]
+    unsafe fn barrier(&self) {
+        _syncthreads()
+    }
+
+    #[inline(always)]
+    fn shared<T>(&self) -> *mut T {
+        core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<T>()
+    }
+}
+
+/// One block per pair, anti-diagonals in shared memory.
+macro_rules! stencil_kernel {
+    ($name:ident, $t:ty, $params:ty) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: BlockLaunch<$t, $params>) {
+            launch.run_pair_in_block(&GpuBlock, _block_idx_x() as u64);
+        }
+    };
+}
+
+/// One warp per pair of a `BlockLaunch` (paired batches), `$stripe` columns
+/// per lane.
+macro_rules! pairwarp_kernel {
+    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: BlockLaunch<$t, $params>) {
+            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+        }
+    };
+}
+
+/// One block per pair: value and gradient.
+macro_rules! gradient_kernel {
+    ($name:ident, $t:ty, $params:ty) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: BlockLaunch<$t, $params>) {
+            launch.run_gradient_in_block(&GpuBlock, _block_idx_x() as u64);
+        }
+    };
+}
+
+stencil_kernel!(dtw_stencil_f32, f32, DtwParams);
+stencil_kernel!(dtw_stencil_f64, f64, DtwParams);
+stencil_kernel!(soft_dtw_stencil_f32, f32, SoftDtwParams<f32>);
+stencil_kernel!(soft_dtw_stencil_f64, f64, SoftDtwParams<f64>);
+stencil_kernel!(twed_stencil_f32, f32, TwedParams<f32>);
+stencil_kernel!(twed_stencil_f64, f64, TwedParams<f64>);
+
+// The stripes are the host's `gpu::warp_stripes("soft_dtw", ..)`.
+pairwarp_kernel!(soft_dtw_pairwarp1_f32, f32, SoftDtwParams<f32>, 1);
+pairwarp_kernel!(soft_dtw_pairwarp4_f32, f32, SoftDtwParams<f32>, 4);
+pairwarp_kernel!(soft_dtw_pairwarp16_f32, f32, SoftDtwParams<f32>, 16);
+pairwarp_kernel!(soft_dtw_pairwarp1_f64, f64, SoftDtwParams<f64>, 1);
+pairwarp_kernel!(soft_dtw_pairwarp4_f64, f64, SoftDtwParams<f64>, 4);
+pairwarp_kernel!(soft_dtw_pairwarp16_f64, f64, SoftDtwParams<f64>, 16);
+
+gradient_kernel!(soft_dtw_gradient_f32, f32, SoftDtwParams<f32>);
+gradient_kernel!(soft_dtw_gradient_f64, f64, SoftDtwParams<f64>);

@@ -27,6 +27,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod block;
 pub mod diagonal;
 pub mod dtw;
 pub mod launch;
@@ -37,10 +38,11 @@ pub mod soft_dtw;
 pub mod twed;
 pub mod warp;
 
+pub use block::{BlockLaunch, ThreadBlock};
 pub use dtw::DtwParams;
 pub use launch::{DiagonalLaunch, PairsLaunch, PipelineLaunch, TileLaunch};
 pub use real::Real;
-pub use rows::{pair_value, Neighbours, Recurrence, RowPair};
+pub use rows::{pair_value, Differentiable, Neighbours, Recurrence, RowPair};
 pub use series::{Sample, Series, SetRef};
 pub use soft_dtw::SoftDtwParams;
 pub use twed::TwedParams;

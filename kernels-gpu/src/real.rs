@@ -36,10 +36,18 @@ pub trait Real:
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn powf(self, exponent: Self) -> Self;
+    /// `exp(x)` as soft-min and its derivative use it (`x <= 0`, results in
+    /// `[0, 1]`): in `f32` on the GPU the hardware `ex2.approx.f32` of
+    /// `x log2(e)` (relative error below 2^-22), elsewhere [`Real::exp`].
+    fn soft_exp(self) -> Self;
+    /// `ln(x)` as soft-min uses it (`x` in `[1, 3]`): in `f32` on the GPU
+    /// `ln(2)` times the hardware `lg2.approx.f32` (absolute error below
+    /// 2^-22), elsewhere [`Real::ln`].
+    fn soft_ln(self) -> Self;
 }
 
 macro_rules! impl_real {
-    ($t:ty, $sqrt_intrinsic:ident, $exp:path, $ln:path, $pow:path) => {
+    ($t:ty, $sqrt_intrinsic:ident, $exp:path, $ln:path, $pow:path, $soft_exp:path, $soft_ln:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -96,6 +104,26 @@ macro_rules! impl_real {
             fn powf(self, exponent: Self) -> Self {
                 $pow(self, exponent)
             }
+            #[cfg(target_arch = "nvptx64")]
+            #[inline(always)]
+            fn soft_exp(self) -> Self {
+                $soft_exp(self)
+            }
+            #[cfg(target_arch = "nvptx64")]
+            #[inline(always)]
+            fn soft_ln(self) -> Self {
+                $soft_ln(self)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn soft_exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn soft_ln(self) -> Self {
+                <$t>::ln(self)
+            }
             #[cfg(not(target_arch = "nvptx64"))]
             #[inline(always)]
             fn sqrt(self) -> Self {
@@ -120,5 +148,50 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f32, sqrtf32, libm::expf, libm::logf, libm::powf);
-impl_real!(f64, sqrtf64, libm::exp, libm::log, libm::pow);
+impl_real!(
+    f32,
+    sqrtf32,
+    libm::expf,
+    libm::logf,
+    libm::powf,
+    fast::exp_f32,
+    fast::ln_f32
+);
+impl_real!(
+    f64,
+    sqrtf64,
+    libm::exp,
+    libm::log,
+    libm::pow,
+    libm::exp,
+    libm::log
+);
+
+/// The GPU's special-function unit in `f32`: `ex2.approx.f32` and
+/// `lg2.approx.f32`, one instruction each (the `libm` versions take dozens).
+/// Their error bounds (PTX ISA): `ex2.approx.f32` has a maximum relative
+/// error of 2^-22 (2 ulp) over the whole range, flushing results below the
+/// smallest normal to 0; `lg2.approx.f32` a maximum absolute error of
+/// 2^-22 for arguments in `[0.5, 2]`, and the same on the mantissa
+/// otherwise. `docs/algorithms.md` derives what this costs Soft-DTW.
+#[cfg(target_arch = "nvptx64")]
+mod fast {
+    extern "C" {
+        #[link_name = "llvm.nvvm.ex2.approx.f"]
+        fn ex2_approx(x: f32) -> f32;
+        #[link_name = "llvm.nvvm.lg2.approx.f"]
+        fn lg2_approx(x: f32) -> f32;
+    }
+
+    #[inline(always)]
+    pub fn exp_f32(x: f32) -> f32 {
+        // SAFETY: a pure instruction, defined for every input.
+        unsafe { ex2_approx(x * core::f32::consts::LOG2_E) }
+    }
+
+    #[inline(always)]
+    pub fn ln_f32(x: f32) -> f32 {
+        // SAFETY: as above.
+        unsafe { lg2_approx(x) * core::f32::consts::LN_2 }
+    }
+}

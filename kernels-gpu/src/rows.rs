@@ -55,6 +55,12 @@ pub trait Recurrence<T: Real> {
     /// What a column computes once for all its cells.
     type Column: Copy;
 
+    /// Whether a cell's update is a long dependent chain (Soft-DTW's
+    /// exponentials and logarithm), so that a CPU computing one pair
+    /// should interleave independent cells (anti-diagonal order, see
+    /// `block::block_value`) rather than follow the rows.
+    const LATENCY_BOUND: bool = false;
+
     /// Whether [`Recurrence::columns`] may exclude columns (a band); drivers
     /// skip the per-cell band test when it cannot.
     #[inline(always)]
@@ -133,4 +139,48 @@ pub unsafe fn pair_value<T: Real, M: Recurrence<T>>(
         previous = current;
     }
     rows.get(previous, m)
+}
+
+/// A recurrence whose cell is a local cost of the pair's samples plus a
+/// function of the three neighbours with the same derivative formula for
+/// each, so that the backward pass (`block::block_gradient`) can compute
+/// the derivative of the pair's value with respect to every cell and every
+/// sample. Soft-DTW implements it.
+///
+/// With `v = cell(row, column, neighbours)`, `key = key(row, column, v)`:
+/// `d v / d x = partial(key, x)` for each neighbour value `x`, and
+/// `partial(-inf, x) = 0` (the key of a cell outside the matrix or the band).
+pub trait Differentiable<T: Real>: Recurrence<T> {
+    /// What a cell passes to the derivatives with respect to its
+    /// neighbours, from its value.
+    ///
+    /// # Safety
+    /// As [`Recurrence::cell`].
+    unsafe fn key(
+        &self,
+        row: &Self::Row,
+        column: &Self::Column,
+        a: &Series<T>,
+        b: &Series<T>,
+        value: T,
+    ) -> T;
+
+    /// The derivative of a cell with key `key` with respect to a neighbour
+    /// whose value is `neighbour`.
+    fn partial(&self, key: T, neighbour: T) -> T;
+
+    /// The derivative of the cell of `row` and `column` with respect to
+    /// value `dim` of sample `a_i` (the row's); the cost depends on
+    /// `a_i - b_j` only, so with respect to `b_j[dim]` it is the negation.
+    ///
+    /// # Safety
+    /// As [`Recurrence::cell`]; `dim < a.dims`.
+    unsafe fn cost_gradient(
+        &self,
+        row: &Self::Row,
+        column: &Self::Column,
+        a: &Series<T>,
+        b: &Series<T>,
+        dim: usize,
+    ) -> T;
 }

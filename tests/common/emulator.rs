@@ -4,7 +4,8 @@
 //! drivers' code is the GPU's own (generic over `Warp`), so the host tests
 //! check its logic (borders, bands, tiles, wavefront order) in CI, where
 //! there is no GPU. Warps narrower than 32 lanes exercise the same code with
-//! fewer threads.
+//! fewer threads. Thread blocks (the block driver) are emulated the same
+//! way: a thread per GPU thread, a `std::sync::Barrier` for `_syncthreads`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -102,6 +103,65 @@ pub fn run_warps<const N: usize, R: Send>(
             .into_iter()
             .map(|lane| lane.join().expect("an emulated lane panicked"))
             .step_by(N)
+            .collect()
+    })
+}
+
+/// One thread of an emulated thread block: a barrier is a
+/// `std::sync::Barrier`, shared memory a buffer of the block's.
+pub struct EmulatedThread<'a> {
+    thread: usize,
+    threads: usize,
+    barrier: &'a Barrier,
+    shared: *mut u8,
+}
+
+impl timewarp_kernels::ThreadBlock for EmulatedThread<'_> {
+    fn thread(&self) -> usize {
+        self.thread
+    }
+
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    unsafe fn barrier(&self) {
+        self.barrier.wait();
+    }
+
+    fn shared<T>(&self) -> *mut T {
+        self.shared as *mut T
+    }
+}
+
+/// Runs `body` on every thread of an emulated block of `threads` threads,
+/// each on its own thread, with `shared` (the block's shared memory, which
+/// the caller fills as it likes and inspects after) and returns every
+/// thread's result in thread order.
+pub fn run_block<R: Send>(
+    threads: usize,
+    shared: &mut [u64],
+    body: impl Fn(&EmulatedThread<'_>) -> R + Sync,
+) -> Vec<R> {
+    let barrier = Barrier::new(threads);
+    let memory = Shared(shared.as_mut_ptr() as *mut u8);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let (barrier, body) = (&barrier, &body);
+                scope.spawn(move || {
+                    body(&EmulatedThread {
+                        thread,
+                        threads,
+                        barrier,
+                        shared: memory.get(),
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("an emulated thread panicked"))
             .collect()
     })
 }

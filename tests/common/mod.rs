@@ -80,7 +80,10 @@ pub fn oracle_pair(
 ) -> f64 {
     match metric {
         Metric::Dtw(m) => oracle::dtw(a, b, m.band()),
-        Metric::SoftDtw(m) => oracle::soft_dtw(a, b, m.gamma()),
+        Metric::SoftDtw(m) if m.is_divergence() => {
+            oracle::soft_dtw_divergence(a, b, m.gamma(), m.band())
+        }
+        Metric::SoftDtw(m) => oracle::soft_dtw_banded(a, b, m.gamma(), m.band()),
         Metric::Twed(m) => oracle::twed(a, ta.view(), b, tb.view(), m.nu(), m.lambda(), m.degree()),
     }
 }
@@ -92,9 +95,15 @@ pub fn oracle_pair(
 pub fn error_scale(a: ArrayView2<f64>, b: ArrayView2<f64>, value: f64, metric: Metric) -> f64 {
     match metric {
         Metric::SoftDtw(m) => {
-            oracle::dtw(a, b, None)
-                + m.gamma() * (a.nrows() + b.nrows()) as f64 * 3f64.ln()
-                + value.abs()
+            // The divergence adds the terms of sdtw(a, a) and sdtw(b, b)
+            // (whose DTW is 0), on paths of 2 n and 2 m cells.
+            let (n, k) = (a.nrows() as f64, b.nrows() as f64);
+            let paths = if m.is_divergence() {
+                2.0 * (n + k)
+            } else {
+                n + k
+            };
+            oracle::dtw(a, b, m.band()) + m.gamma() * paths * 3f64.ln() + value.abs()
         }
         _ => value.abs(),
     }
