@@ -10,7 +10,8 @@ use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
 use timewarp::gpu::{self, LOCAL_MAX_LEN};
 use timewarp::{
-    distance_matrix, ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
+    distance_matrix, soft_dtw_pairs, soft_dtw_pairs_gradient, ComputeOptions, Device, Float,
+    Metric, Precision, SeriesSet, GPU_VARIANTS,
 };
 
 pub const EXAMPLES: &str = "\
@@ -29,6 +30,9 @@ Examples:
 
   # One pair of length 65536 with TWED: the anti-diagonal variants against tiled
   timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536 --device gpu --variant diagonal,diagonal-launches,tiled
+
+  # The Soft-DTW loss workload: 1024 pairs (x_k, y_k) of length 128, value and gradient
+  timewarp bench --metric soft-dtw --paired --gradient --count 1024 --lengths 128 --precision f32 --device gpu
 
   # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu
@@ -103,11 +107,42 @@ pub struct Args {
     /// Print a JSON array instead of a table
     #[arg(long)]
     json: bool,
+    /// Soft-DTW of paired batches instead of all pairs: query k against
+    /// reference k (the training-loss workload; --queries does not apply)
+    #[arg(long)]
+    paired: bool,
+    /// With --paired: the value and its gradient with respect to the queries
+    #[arg(long, requires = "paired")]
+    gradient: bool,
+}
+
+/// What a case computes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every query against every reference (or a set against itself).
+    Matrix,
+    /// Query k against reference k.
+    Paired,
+    /// Query k against reference k, value and gradient.
+    PairedGradient,
+}
+
+impl Mode {
+    /// The measure's name with the mode: `soft-dtw`, `soft-dtw/paired`,
+    /// `soft-dtw/paired+grad`.
+    fn label(self, metric: MetricKind) -> String {
+        match self {
+            Mode::Matrix => metric.name().to_string(),
+            Mode::Paired => format!("{}/paired", metric.name()),
+            Mode::PairedGradient => format!("{}/paired+grad", metric.name()),
+        }
+    }
 }
 
 /// One timed case.
 struct Row {
     metric: MetricKind,
+    mode: Mode,
     /// The series length, or the longest of a file's.
     length: usize,
     queries: usize,
@@ -130,6 +165,7 @@ impl Row {
 struct Case {
     queries: SeriesSet<f64>,
     references: Option<SeriesSet<f64>>,
+    mode: Mode,
 }
 
 impl Case {
@@ -139,6 +175,10 @@ impl Case {
             (0..s.len()).map(move |k| s.series_len(k) as f64)
         }
         match &self.references {
+            Some(r) if self.mode != Mode::Matrix => lengths(&self.queries)
+                .zip(lengths(r))
+                .map(|(n, m)| n * m)
+                .sum(),
             Some(r) => lengths(&self.queries).sum::<f64>() * lengths(r).sum::<f64>(),
             None => {
                 let total: f64 = lengths(&self.queries).sum();
@@ -161,10 +201,31 @@ pub fn run(args: Args) -> Result<(), Failure> {
         args.metric.clone()
     };
     check_variants_apply(!args.variant.is_empty(), args.compute.device)?;
-    let backends = backends(args.compute.device, &args.variant)?;
+    let mode = match (args.paired, args.gradient) {
+        (false, _) => Mode::Matrix,
+        (true, false) => Mode::Paired,
+        (true, true) => Mode::PairedGradient,
+    };
+    if mode != Mode::Matrix
+        && (metrics.iter().any(|&m| m != MetricKind::SoftDtw) || args.file.is_some())
+    {
+        return Err(Failure::usage(
+            "--paired times Soft-DTW on generated data: use --metric soft-dtw and no --file",
+        ));
+    }
+    // Paired batches run on the variants that compute them.
+    let variants: &[&'static str] = match (mode, args.variant.is_empty()) {
+        (Mode::Matrix, _) | (_, false) => &args.variant,
+        _ => &["warp", "stencil"],
+    };
+    let backends = backends(args.compute.device, variants)?;
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
     let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
-    let queries = args.queries.unwrap_or(count);
+    let queries = if mode == Mode::Matrix {
+        args.queries.unwrap_or(count)
+    } else {
+        count
+    };
     if queries == 0 {
         return Err(Failure::usage("--queries must be at least 1"));
     }
@@ -183,6 +244,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 Case {
                     queries: set,
                     references: None,
+                    mode,
                 },
             )]
         }
@@ -208,6 +270,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                         Case {
                             queries: q,
                             references: Some(r),
+                            mode,
                         },
                     )
                 })
@@ -244,6 +307,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 }
                 rows.push(Row {
                     metric,
+                    mode,
                     length: *length,
                     queries: case.queries.len(),
                     count: case
@@ -325,7 +389,21 @@ fn time<T: Float>(
     let metric: Metric = metric.with_defaults()?;
     let run = |queries: &SeriesSet<T>| -> Result<Duration, Failure> {
         let start = Instant::now();
-        distance_matrix(queries, references.as_ref(), metric, options)?;
+        match (case.mode, metric, &references) {
+            (Mode::Matrix, ..) => {
+                distance_matrix(queries, references.as_ref(), metric, options)?;
+            }
+            (mode, Metric::SoftDtw(soft), Some(references)) => {
+                // Query k against reference k: the first as many references.
+                let paired = references.slice(0..queries.len());
+                if mode == Mode::Paired {
+                    soft_dtw_pairs(queries, &paired, soft, options)?;
+                } else {
+                    soft_dtw_pairs_gradient(queries, &paired, soft, options, false)?;
+                }
+            }
+            _ => unreachable!("run() allows --paired only for Soft-DTW on generated data"),
+        }
         Ok(start.elapsed())
     };
     let count = queries.len();
@@ -378,7 +456,7 @@ fn table_line(row: Option<&Row>) -> String {
         ]
         .map(String::from),
         Some(row) => [
-            row.metric.name().to_string(),
+            row.mode.label(row.metric),
             row.length.to_string(),
             row.queries.to_string(),
             row.count.to_string(),
@@ -433,7 +511,7 @@ fn json(rows: &[Row]) -> String {
                 "  {{\"metric\": \"{}\", \"length\": {}, \"queries\": {}, \"count\": {}, \"cells\": {}, \
                  \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"seconds\": {}, \"gcups\": {}, \
                  \"speedup_vs_cpu\": {}, {build}}}",
-                row.metric.name(),
+                row.mode.label(row.metric),
                 row.length,
                 row.queries,
                 row.count,

@@ -11,7 +11,7 @@ Examples:
   timewarp 0.1.0
   kernels: built (PTX sm_70), variants: naive
   kernel build: rustc 1.97.0-nightly (e50aa6fba 2026-05-19) [nightly-2026-05-20], target sm_70, PTX hash 0123456789ab
-  GPU 0: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable, kernels loaded
+  GPU 0: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable
   CPU threads: 16
 
   # The embedded PTX, e.g. for `ptxas -v` (benches/ptxas_report.sh)
@@ -80,7 +80,7 @@ fn dump_ptx(file: &std::path::Path) -> Result<(), Failure> {
 fn gpu_line(info: &GpuInfo) -> String {
     let status = if info.ordinal == 0 {
         match Gpu::get() {
-            Ok(_) => "usable, kernels loaded".into(),
+            Ok(_) => "usable".into(),
             Err(error) => format!("not usable: {}", gpu_unavailable_reason(error)),
         }
     } else {

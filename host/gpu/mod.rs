@@ -9,6 +9,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use ndarray::{s, Array2};
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 use timewarp_kernels::launch::tile_pairs;
@@ -16,6 +17,7 @@ use timewarp_kernels::warp::LANES;
 use timewarp_kernels::{PairsLaunch, PipelineLaunch, SetRef, TileLaunch};
 
 mod long_pair;
+mod ptx_split;
 
 mod diagonal;
 mod thread_rows;
@@ -281,12 +283,13 @@ pub fn list_gpus() -> std::result::Result<Vec<GpuInfo>, String> {
         .collect()
 }
 
-/// An open GPU: its context, stream and loaded kernels.
+/// An open GPU: its context, stream and the kernels loaded so far.
 pub struct Gpu {
     info: GpuInfo,
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    module: Arc<CudaModule>,
+    /// Each kernel is its own module, loaded (JIT-compiled) on first use.
+    functions: Mutex<HashMap<String, CudaFunction>>,
     /// One computation at a time: they share the stream and size their
     /// memory use from what is free.
     busy: Mutex<()>,
@@ -314,15 +317,12 @@ impl Gpu {
             .ok_or_else(|| "the driver reports no CUDA device".to_string())?;
         info.usable()?;
         let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
-        let module = context
-            .load_module(Ptx::from_src(embedded::PTX))
-            .map_err(driver_error("loading the PTX"))?;
         let stream = context.default_stream();
         Ok(Gpu {
             info,
             context,
             stream,
-            module,
+            functions: Mutex::new(HashMap::new()),
             busy: Mutex::new(()),
         })
     }
@@ -441,10 +441,26 @@ impl Gpu {
         })
     }
 
+    /// Kernel `name`, its module JIT-compiled from the embedded PTX on
+    /// first use.
     fn function(&self, name: &str) -> Result<CudaFunction> {
-        self.module
-            .load_function(name)
-            .map_err(|e| Error::Gpu(format!("kernel {name}: {e}")))
+        let mut functions = self
+            .functions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(function) = functions.get(name) {
+            return Ok(function.clone());
+        }
+        let failed = |e: driver::DriverError| Error::Gpu(format!("kernel {name}: {e}"));
+        let text = ptx_split::entry_module(embedded::PTX, name)
+            .ok_or_else(|| Error::Gpu(format!("the embedded PTX has no kernel {name}")))?;
+        let module: Arc<CudaModule> = self
+            .context
+            .load_module(Ptx::from_src(text))
+            .map_err(failed)?;
+        let function = module.load_function(name).map_err(failed)?;
+        functions.insert(name.to_string(), function.clone());
+        Ok(function)
     }
 
     /// One tile: all pairs of two uploaded blocks, in launches whose

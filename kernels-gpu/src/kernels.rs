@@ -411,10 +411,8 @@ stencil_kernel!(twed_stencil_f64, f64, TwedParams<f64>);
 // The stripes are the host's `gpu::warp_stripes("soft_dtw", ..)`.
 pairwarp_kernel!(soft_dtw_pairwarp1_f32, f32, SoftDtwParams<f32>, 1);
 pairwarp_kernel!(soft_dtw_pairwarp4_f32, f32, SoftDtwParams<f32>, 4);
-pairwarp_kernel!(soft_dtw_pairwarp16_f32, f32, SoftDtwParams<f32>, 16);
 pairwarp_kernel!(soft_dtw_pairwarp1_f64, f64, SoftDtwParams<f64>, 1);
 pairwarp_kernel!(soft_dtw_pairwarp4_f64, f64, SoftDtwParams<f64>, 4);
-pairwarp_kernel!(soft_dtw_pairwarp16_f64, f64, SoftDtwParams<f64>, 16);
 
 gradient_kernel!(soft_dtw_gradient_f32, f32, SoftDtwParams<f32>);
 gradient_kernel!(soft_dtw_gradient_f64, f64, SoftDtwParams<f64>);
