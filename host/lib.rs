@@ -40,7 +40,8 @@ pub mod oracle;
 mod series;
 
 pub use compute::{
-    distance, distance_matrix, soft_dtw_gradient, Backend, ComputeOptions, Device, GPU_VARIANTS,
+    distance, distance_matrix, distance_matrix_resident, soft_dtw_gradient, upload, Backend,
+    ComputeOptions, Device, ResidentSet, GPU_VARIANTS,
 };
 pub use error::{Error, Result};
 pub use float::{Float, Precision};

@@ -1,6 +1,7 @@
 //! The GPU runtime: finds a usable GPU without panicking, loads the embedded
 //! PTX once per process, and runs the pairwise kernels over batches of any
-//! size by tiling the batches and chunking the pairs to fit device memory.
+//! size: streamed or resident (`database.rs`) for the naive and warp
+//! kernels, one pair at a time for the tiled ones (`long_pair.rs`).
 
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{
@@ -8,14 +9,15 @@ use cudarc::driver::{
     DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
-use ndarray::{s, Array2};
-use std::ops::Range;
+use ndarray::Array2;
 use std::sync::{Arc, Mutex, OnceLock};
-use timewarp_kernels::launch::tile_pairs;
 use timewarp_kernels::warp::LANES;
 use timewarp_kernels::{PairsLaunch, PipelineLaunch, SetRef, TileLaunch};
 
+mod database;
 mod long_pair;
+
+pub use database::DeviceSeriesSet;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
@@ -225,9 +227,11 @@ pub struct Gpu {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     module: Arc<CudaModule>,
-    /// One computation at a time: they share the stream and size their
+    /// One computation at a time: they share the streams and size their
     /// memory use from what is free.
     busy: Mutex<()>,
+    /// The streams and pinned buffers of the naive and warp kernels' runs.
+    pipelines: database::Pipelines,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -262,6 +266,7 @@ impl Gpu {
             stream,
             module,
             busy: Mutex::new(()),
+            pipelines: database::Pipelines::default(),
         })
     }
 
@@ -288,50 +293,11 @@ impl Gpu {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.context.bind_to_thread().map_err(gpu_error)?;
-        let budget = match memory_budget {
-            Some(bytes) => bytes,
-            None => driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3,
-        };
+        let budget = database::memory_budget_or_free(memory_budget)?;
         if matches!(variant, Variant::Tiled | Variant::TiledLaunches) {
             return self.pairs_one_by_one(measure, variant, params, a, b, budget);
         }
-        let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
-        let triangle_matrix = b.is_none();
-        let b = b.unwrap_or(a);
-        let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
-        for (block_index, rows) in plan.a_blocks.iter().enumerate() {
-            let a_block = self.upload(&a.slice(rows.clone()))?;
-            for (column_index, columns) in plan.b_blocks.iter().enumerate() {
-                if triangle_matrix && column_index < block_index {
-                    continue; // the mirror of a tile already computed
-                }
-                let triangle = triangle_matrix && column_index == block_index;
-                let b_upload;
-                let b_block = if triangle {
-                    &a_block
-                } else {
-                    b_upload = self.upload(&b.slice(columns.clone()))?;
-                    &b_upload
-                };
-                let kernel =
-                    self.pair_kernel::<T>(measure, variant, a_block.max_len, b_block.max_len)?;
-                let tile = self.tile(
-                    &kernel,
-                    params,
-                    &a_block,
-                    b_block,
-                    triangle,
-                    plan.workspace_bytes,
-                )?;
-                out.slice_mut(s![rows.clone(), columns.clone()])
-                    .assign(&tile);
-                if triangle_matrix && !triangle {
-                    out.slice_mut(s![columns.clone(), rows.clone()])
-                        .assign(&tile.t());
-                }
-            }
-        }
-        Ok(out)
+        self.streamed(measure, variant, params, a, b, budget)
     }
 
     /// The naive or warp kernel for pairs of series up to `a_len` and
@@ -371,70 +337,6 @@ impl Gpu {
             .map_err(|e| Error::Gpu(format!("kernel {name}: {e}")))
     }
 
-    /// One tile: all pairs of two uploaded blocks, in launches whose
-    /// workspace fits `workspace_bytes`.
-    fn tile<T: Float, P: Copy>(
-        &self,
-        kernel: &PairKernel,
-        params: P,
-        a: &DeviceSet<T>,
-        b: &DeviceSet<T>,
-        triangle: bool,
-        workspace_bytes: usize,
-    ) -> Result<Array2<T>> {
-        let stream = &self.stream;
-        let pairs = tile_pairs(a.count as u64, b.count as u64, triangle);
-        let bytes_per_pair = kernel.workspace_per_pair * std::mem::size_of::<T>();
-        if bytes_per_pair > workspace_bytes {
-            return Err(Error::Gpu(format!(
-                "a series of {} samples needs {bytes_per_pair} bytes of workspace, over the {workspace_bytes} available",
-                a.max_len.max(b.max_len)
-            )));
-        }
-        let chunk = match bytes_per_pair {
-            0 => pairs,
-            bytes => pairs.min((workspace_bytes / bytes) as u64),
-        };
-        let mut out = stream
-            .alloc_zeros::<T>(a.count * b.count)
-            .map_err(gpu_error)?;
-        let workspace = match kernel.workspace_per_pair {
-            0 => None,
-            values => Some(
-                stream
-                    .alloc_zeros::<T>(chunk as usize * values)
-                    .map_err(gpu_error)?,
-            ),
-        };
-        let out_ptr = poison(stream, &mut out)?;
-        let workspace_ptr = workspace.as_ref().map_or(0, |w| w.device_ptr(stream).0);
-        let pairs_per_block = (THREADS_PER_BLOCK / kernel.threads_per_pair) as u64;
-        let mut first_pair = 0;
-        while first_pair < pairs {
-            let pair_count = chunk.min(pairs - first_pair);
-            let launch = PairsLaunch {
-                a: a.set_ref(stream),
-                b: b.set_ref(stream),
-                params,
-                out: out_ptr as *mut T,
-                workspace: workspace_ptr as *mut T,
-                row_len: kernel.row_len as u64,
-                first_pair,
-                pair_count,
-                triangle: triangle as u32,
-            };
-            let blocks = pair_count.div_ceil(pairs_per_block) as u32;
-            // SAFETY: the launch's pointers are live device allocations of the
-            // sizes its fields promise (uploaded blocks, `out` of a.count x
-            // b.count, a workspace of `chunk` pairs >= pair_count, or none
-            // when the kernel needs none).
-            unsafe { self.launch(&kernel.function, blocks, THREADS_PER_BLOCK, launch) }?;
-            first_pair += pair_count;
-        }
-        let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
-        Ok(Array2::from_shape_vec((a.count, b.count), values).expect("tile shape"))
-    }
-
     /// Launches `function` on `blocks` blocks of `threads` threads with
     /// `argument` as its one parameter.
     ///
@@ -450,13 +352,31 @@ impl Gpu {
     where
         KernelArgument<A>: DeviceRepr,
     {
+        self.launch_on(&self.stream, function, blocks, threads, argument)
+    }
+
+    /// [`Gpu::launch`] on `stream`.
+    ///
+    /// # Safety
+    /// As for [`Gpu::launch`].
+    unsafe fn launch_on<A: Copy>(
+        &self,
+        stream: &CudaStream,
+        function: &CudaFunction,
+        blocks: u32,
+        threads: u32,
+        argument: A,
+    ) -> Result<()>
+    where
+        KernelArgument<A>: DeviceRepr,
+    {
         let config = LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
         let argument = KernelArgument(argument);
-        self.stream
+        stream
             .launch_builder(function)
             .arg(&argument)
             .launch(config)
@@ -476,7 +396,6 @@ impl Gpu {
                 .map_err(gpu_error)?,
             count: set.len(),
             dims: set.dims(),
-            max_len: set.max_len(),
         })
     }
 }
@@ -528,7 +447,6 @@ struct DeviceSet<T> {
     times: Option<CudaSlice<T>>,
     count: usize,
     dims: usize,
-    max_len: usize,
 }
 
 impl<T: Float> DeviceSet<T> {
@@ -544,64 +462,4 @@ impl<T: Float> DeviceSet<T> {
             dims: self.dims as u64,
         }
     }
-}
-
-/// How a computation is cut to fit a device-memory budget: blocks of `a` and
-/// of `b` whose data take at most a quarter of it each, tiles (block pairs)
-/// whose output takes at most a quarter, and the last quarter for the
-/// rolling rows of the pairs of one launch.
-struct TilePlan {
-    a_blocks: Vec<Range<usize>>,
-    b_blocks: Vec<Range<usize>>,
-    workspace_bytes: usize,
-}
-
-impl TilePlan {
-    fn new<T: Float>(
-        a: &SeriesSet<T>,
-        b: Option<&SeriesSet<T>>,
-        budget: usize,
-        element: usize,
-    ) -> Self {
-        let quarter = budget / 4;
-        // A tile is at most `side x side` outputs.
-        let side = ((quarter / element) as f64).sqrt().max(1.0) as usize;
-        let a_blocks = blocks(a, quarter, side, element);
-        let b_blocks = match b {
-            Some(b) => blocks(b, quarter, side, element),
-            None => a_blocks.clone(),
-        };
-        TilePlan {
-            a_blocks,
-            b_blocks,
-            workspace_bytes: quarter,
-        }
-    }
-}
-
-/// Consecutive ranges of series with at most `max_bytes` of data and
-/// `max_count` series each (a single larger series gets a block of its own).
-fn blocks<T: Float>(
-    set: &SeriesSet<T>,
-    max_bytes: usize,
-    max_count: usize,
-    element: usize,
-) -> Vec<Range<usize>> {
-    let bytes_of = |k: usize| {
-        let samples = set.series_len(k);
-        let times = if set.has_timestamps() { samples } else { 0 };
-        (samples * set.dims() + times) * element + std::mem::size_of::<u64>()
-    };
-    let mut result = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for k in 0..set.len() {
-        let size = bytes_of(k);
-        if k > start && (bytes + size > max_bytes || k - start == max_count) {
-            result.push(start..k);
-            (start, bytes) = (k, 0);
-        }
-        bytes += size;
-    }
-    result.push(start..set.len());
-    result
 }
