@@ -362,6 +362,30 @@ pub fn compute_matrix<T: Float>(
     Ok(matrix)
 }
 
+/// The matrix of `queries`' series (rows) against `database`'s, the
+/// database kept resident (uploaded once where `backend` computes) while
+/// the queries stream against it; its timing, upload included, on stderr.
+pub fn compute_resident_matrix<T: Float>(
+    queries: &Input,
+    database: &Input,
+    metric: Metric,
+    backend: Backend,
+) -> Result<Array2<T>, Failure> {
+    let queries = queries.series::<T>()?;
+    let database = database.series::<T>()?;
+    let start = Instant::now();
+    let resident = timewarp::upload(&database, &options_for(backend))?;
+    let matrix = matrix::compute_resident(&queries, &resident, metric, backend)?;
+    eprintln!(
+        "computed {} distances in {:.2} s on {} ({})",
+        matrix.len(),
+        start.elapsed().as_secs_f64(),
+        describe(backend),
+        T::NAME
+    );
+    Ok(matrix)
+}
+
 /// Text on stdout. A closed pipe (`| head`) is not a failure.
 pub fn print(text: &str) -> Result<(), Failure> {
     stdout_result(std::io::stdout().lock().write_all(text.as_bytes()))

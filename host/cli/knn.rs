@@ -1,6 +1,6 @@
 //! `timewarp knn`: k-nearest-neighbour classification and its accuracy.
 
-use super::{compute_matrix, print, ComputeArgs, Failure, Input, MetricArgs};
+use super::{compute_resident_matrix, print, ComputeArgs, Failure, Input, MetricArgs};
 use ndarray::{Array2, ArrayView1};
 use std::cmp::{Ordering, Reverse};
 use std::path::PathBuf;
@@ -54,12 +54,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
         )));
     }
     let backend = args.compute.backend()?;
-    // Rows: test series; columns: training series. f32 widens exactly.
+    // Rows: test series; columns: training series, kept resident while the
+    // test series stream against them. f32 widens exactly.
     let distances: Array2<f64> = match args.compute.precision {
         Precision::F32 => {
-            compute_matrix::<f32>(&test, Some(&train), metric, backend)?.mapv(f64::from)
+            compute_resident_matrix::<f32>(&test, &train, metric, backend)?.mapv(f64::from)
         }
-        Precision::F64 => compute_matrix::<f64>(&test, Some(&train), metric, backend)?,
+        Precision::F64 => compute_resident_matrix::<f64>(&test, &train, metric, backend)?,
     };
     let wrong = distances
         .outer_iter()
