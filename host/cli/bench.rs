@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
 use timewarp::{
-    distance_matrix, ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
+    distance_matrix, distance_matrix_resident, upload, ComputeOptions, Device, Float, Metric,
+    Precision, SeriesSet, GPU_VARIANTS,
 };
 
 pub const EXAMPLES: &str = "\
@@ -26,13 +27,19 @@ Examples:
   # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu
 
+  # The same with the references already on the GPU (uploaded before the timed runs)
+  timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu --resident
+
 Each case computes Q query series against N reference series (Q*N pairs of
 length x length cells; Q = N unless --queries says otherwise), or every pair
 of a file's series once (--file), from host arrays to host matrix, and
 reports the median time of the timed runs. The CPU times only its first
 `timed` queries (about a second's worth) and scales the time to all Q.
 GCUPS: cells per second / 1e9. speedup: the CPU's time over the backend's,
-both measured in this run.";
+both measured in this run. mode: streamed, the GPU's times include every
+transfer (references and queries in, distances out); resident (--resident),
+the references were uploaded once before the timed runs, which include the
+queries' upload, the kernels and the distances' copy back.";
 
 /// Timed runs of one case stop early once they have taken this long.
 const REPEAT_BUDGET: Duration = Duration::from_secs(2);
@@ -83,6 +90,10 @@ pub struct Args {
     /// GPU kernel variants to time, comma-separated [default: all]
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(GPU_VARIANTS))]
     variant: Vec<String>,
+    /// Upload the references to the GPU once, before the timed runs, and
+    /// time the queries against them (default: every run streams both)
+    #[arg(long)]
+    resident: bool,
     /// Print a JSON array instead of a table
     #[arg(long)]
     json: bool,
@@ -99,6 +110,8 @@ struct Row {
     cells: f64,
     precision: &'static str,
     backend: String,
+    /// `streamed` or `resident` for a GPU, none for the CPU.
+    mode: Option<&'static str>,
     timing: Timing,
     speedup_vs_cpu: Option<f64>,
 }
@@ -145,6 +158,16 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let backends = backends(args.compute.device, &args.variant)?;
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
+    if args.resident && args.file.is_some() {
+        return Err(Failure::usage(
+            "--resident times queries against references; --file times a set against itself",
+        ));
+    }
+    if args.resident && !timing_gpu {
+        return Err(Failure::usage(
+            "--resident keeps the references on a GPU: it needs --device gpu, or auto with a usable GPU",
+        ));
+    }
     let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
     let queries = args.queries.unwrap_or(count);
     if queries == 0 {
@@ -206,9 +229,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
         for &metric in &metrics {
             let mut cpu_seconds = None;
             for (backend, options) in &backends {
+                let resident = args.resident && options.device == Device::Gpu;
                 let timing = match args.compute.precision {
-                    Precision::F32 => time::<f32>(case, metric, options, args.repeats)?,
-                    Precision::F64 => time::<f64>(case, metric, options, args.repeats)?,
+                    Precision::F32 => time::<f32>(case, metric, options, resident, args.repeats)?,
+                    Precision::F64 => time::<f64>(case, metric, options, resident, args.repeats)?,
                 };
                 if backend == "cpu" {
                     cpu_seconds = Some(timing.seconds);
@@ -224,6 +248,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
                     cells: case.cells(),
                     precision,
                     backend: backend.clone(),
+                    mode: match (options.device, resident) {
+                        (Device::Gpu, true) => Some("resident"),
+                        (Device::Gpu, false) => Some("streamed"),
+                        _ => None,
+                    },
                     speedup_vs_cpu: cpu_seconds.map(|cpu| cpu / timing.seconds),
                     timing,
                 });
@@ -264,11 +293,13 @@ fn backends(device: Device, variants: &[String]) -> Result<Vec<(String, ComputeO
 /// A case's time for all of its pairs: the median of the timed runs after
 /// a warm-up. The CPU, often a hundred times slower, times only as many
 /// queries as take about a second and scales that up: its time is
-/// proportional to the pairs (all queries meet all references).
+/// proportional to the pairs (all queries meet all references). With
+/// `resident`, the references are uploaded first, untimed.
 fn time<T: Float>(
     case: &Case,
     metric: MetricKind,
     options: &ComputeOptions,
+    resident: bool,
     repeats: usize,
 ) -> Result<Timing, Failure> {
     let queries = case.queries.cast::<T>()?;
@@ -278,9 +309,16 @@ fn time<T: Float>(
         .map(|r| r.cast::<T>())
         .transpose()?;
     let metric: Metric = metric.with_defaults()?;
+    let uploaded = match (&references, resident) {
+        (Some(references), true) => Some(upload(references, options)?),
+        _ => None,
+    };
     let run = |queries: &SeriesSet<T>| -> Result<Duration, Failure> {
         let start = Instant::now();
-        distance_matrix(queries, references.as_ref(), metric, options)?;
+        match &uploaded {
+            Some(database) => distance_matrix_resident(queries, database, metric, options)?,
+            None => distance_matrix(queries, references.as_ref(), metric, options)?,
+        };
         Ok(start.elapsed())
     };
     let count = queries.len();
@@ -318,7 +356,7 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// One line of the table: its header, or a row.
 fn table_line(row: Option<&Row>) -> String {
-    let cells: [String; 10] = match row {
+    let cells: [String; 11] = match row {
         None => [
             "metric",
             "length",
@@ -327,6 +365,7 @@ fn table_line(row: Option<&Row>) -> String {
             "timed",
             "precision",
             "backend",
+            "mode",
             "ms",
             "GCUPS",
             "speedup",
@@ -340,6 +379,7 @@ fn table_line(row: Option<&Row>) -> String {
             row.timing.queries_timed.to_string(),
             row.precision.to_string(),
             row.backend.clone(),
+            row.mode.unwrap_or("-").to_string(),
             significant(row.timing.seconds * 1e3, 3),
             significant(row.gcups(), 3),
             row.speedup_vs_cpu
@@ -347,7 +387,7 @@ fn table_line(row: Option<&Row>) -> String {
         ],
     };
     format!(
-        "{:<9} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:>10} {:>9} {:>8}\n",
+        "{:<9} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:<8} {:>10} {:>9} {:>8}\n",
         cells[0],
         cells[1],
         cells[2],
@@ -357,7 +397,8 @@ fn table_line(row: Option<&Row>) -> String {
         cells[6],
         cells[7],
         cells[8],
-        cells[9]
+        cells[9],
+        cells[10]
     )
 }
 
@@ -375,8 +416,8 @@ fn json(rows: &[Row]) -> String {
         .map(|row| {
             format!(
                 "  {{\"metric\": \"{}\", \"length\": {}, \"queries\": {}, \"count\": {}, \"cells\": {}, \
-                 \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"seconds\": {}, \"gcups\": {}, \
-                 \"speedup_vs_cpu\": {}}}",
+                 \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"mode\": {}, \"seconds\": {}, \
+                 \"gcups\": {}, \"speedup_vs_cpu\": {}}}",
                 row.metric.name(),
                 row.length,
                 row.queries,
@@ -385,6 +426,7 @@ fn json(rows: &[Row]) -> String {
                 row.timing.queries_timed,
                 row.precision,
                 row.backend,
+                row.mode.map_or("null".into(), |m| format!("\"{m}\"")),
                 number(row.timing.seconds),
                 number(row.gcups()),
                 row.speedup_vs_cpu.map_or("null".into(), number),
