@@ -461,6 +461,35 @@ pub fn three_significant_digits(value: f64) -> String {
     format!("{value:.*}", decimals as usize)
 }
 
+/// The matrix of `queries`' series (rows) against `database`'s, the
+/// database kept resident (uploaded once where `backend` computes) while
+/// the queries stream against it; its timing, upload included, on stderr.
+pub fn compute_resident_matrix<T: Float>(
+    queries: &Input,
+    database: &Input,
+    metric: Metric,
+    backend: Backend,
+    variant: Option<&'static str>,
+) -> Result<Array2<T>, Failure> {
+    let queries = queries.series::<T>()?;
+    let database = database.series::<T>()?;
+    let start = Instant::now();
+    let resident = timewarp::upload(&database, &options_for(backend))?;
+    let matrix = matrix::compute_resident(&queries, &resident, metric, backend, variant)?;
+    let variant = match (backend, variant) {
+        (Backend::Gpu(_), Some(name)) => format!(", {name}"),
+        _ => String::new(),
+    };
+    eprintln!(
+        "computed {} distances in {} ms on {} ({}{variant})",
+        matrix.len(),
+        three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
+        describe(backend),
+        T::NAME
+    );
+    Ok(matrix)
+}
+
 /// Text on stdout. A closed pipe (`| head`) is not a failure.
 pub fn print(text: &str) -> Result<(), Failure> {
     stdout_result(std::io::stdout().lock().write_all(text.as_bytes()))

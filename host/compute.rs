@@ -1,9 +1,11 @@
-//! The public entry points: distance matrices on the chosen device, single
-//! distances, and the Soft-DTW gradient.
+//! The public entry points: distance matrices on the chosen device, resident
+//! sets and the matrices against them, single distances, and the Soft-DTW
+//! gradient.
 
-use crate::gpu::{Gpu, Variant};
+use crate::gpu::{DeviceSeriesSet, Gpu, Variant};
 use crate::{cpu, Error, Float, Metric, Result, SeriesSet};
 use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
 use timewarp_kernels::{DtwParams, Recurrence, SoftDtwParams, TwedParams};
 
 /// Where to compute.
@@ -105,34 +107,45 @@ pub fn distance_matrix<T: Float>(
         }
     }
     let backend = Backend::resolve(options.device)?;
+    let matrix = with_params!(T, metric, params => run(backend, options, params, metric, a, b))?;
     let matrix = match metric {
-        Metric::Dtw(dtw) => {
-            let params = DtwParams {
-                band: dtw.band().map_or(DtwParams::NO_BAND, |r| r as u64),
-            };
-            run(backend, options, params, metric, a, b)
+        Metric::SoftDtw(soft) if soft.is_divergence() => {
+            divergence_matrix(matrix, a, b, soft, options)?
         }
-        Metric::SoftDtw(soft) => {
-            let params = SoftDtwParams::new(T::from_f64(soft.gamma())).with_band(soft.band());
-            let matrix = run(backend, options, params, metric, a, b)?;
-            if soft.is_divergence() {
-                divergence_matrix(matrix, a, b, soft, options)
-            } else {
-                Ok(matrix)
-            }
-        }
-        Metric::Twed(twed) => {
-            let params = TwedParams {
-                nu: T::from_f64(twed.nu()),
-                lambda: T::from_f64(twed.lambda()),
-                degree: T::from_f64(twed.degree()),
-            };
-            run(backend, options, params, metric, a, b)
-        }
-    }?;
+        _ => matrix,
+    };
     check_finite(&matrix, backend)?;
     Ok(matrix)
 }
+
+/// `$body` with `$params` bound to the kernel parameters of `$metric` in
+/// precision `$t` (a different type for each measure).
+macro_rules! with_params {
+    ($t:ty, $metric:expr, $params:ident => $body:expr) => {
+        match $metric {
+            Metric::Dtw(dtw) => {
+                let $params = DtwParams {
+                    band: dtw.band().map_or(DtwParams::NO_BAND, |r| r as u64),
+                };
+                $body
+            }
+            Metric::SoftDtw(soft) => {
+                let $params =
+                    SoftDtwParams::new(<$t>::from_f64(soft.gamma())).with_band(soft.band());
+                $body
+            }
+            Metric::Twed(twed) => {
+                let $params = TwedParams {
+                    nu: <$t>::from_f64(twed.nu()),
+                    lambda: <$t>::from_f64(twed.lambda()),
+                    degree: <$t>::from_f64(twed.degree()),
+                };
+                $body
+            }
+        }
+    };
+}
+use with_params;
 
 fn run<T: Float, P: Recurrence<T> + Copy + Sync>(
     backend: Backend,
@@ -146,7 +159,7 @@ fn run<T: Float, P: Recurrence<T> + Copy + Sync>(
         Backend::Cpu => Ok(cpu::matrix(a, b, &params)),
         Backend::Gpu(gpu) => gpu.matrix(
             metric.name(),
-            gpu_variant(options, a, b)?,
+            gpu_variant(options, pairs(a, b), shortest(a, b))?,
             params,
             a,
             b,
@@ -155,21 +168,24 @@ fn run<T: Float, P: Recurrence<T> + Copy + Sync>(
     }
 }
 
-/// The variant asked for, or the one [`Variant::choose`] picks for the shapes.
-fn gpu_variant<T: Float>(
-    options: &ComputeOptions,
-    a: &SeriesSet<T>,
-    b: Option<&SeriesSet<T>>,
-) -> Result<Variant> {
+/// Pairs of `a` against `b`, or of `a` against itself counted once.
+fn pairs<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>) -> usize {
+    match b {
+        Some(b) => a.len() * b.len(),
+        None => a.len() * (a.len() + 1) / 2,
+    }
+}
+
+/// The shortest series of `a` and `b`.
+fn shortest<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>) -> usize {
+    a.min_len().min(b.map_or(usize::MAX, |b| b.min_len()))
+}
+
+/// The variant asked for, or the one [`Variant::choose`] picks for `pairs`
+/// pairs whose shorter series has at least `shortest` samples.
+fn gpu_variant(options: &ComputeOptions, pairs: usize, shortest: usize) -> Result<Variant> {
     match options.gpu_variant {
-        None => {
-            let pairs = match b {
-                Some(b) => a.len() * b.len(),
-                None => a.len() * (a.len() + 1) / 2,
-            };
-            let shortest = a.min_len().min(b.map_or(usize::MAX, |b| b.min_len()));
-            Ok(Variant::choose(pairs, shortest))
-        }
+        None => Ok(Variant::choose(pairs, shortest)),
         Some(name) => Variant::from_name(name).ok_or_else(|| {
             Error::InvalidInput(format!(
                 "unknown GPU kernel variant {name:?}; expected one of {GPU_VARIANTS:?}"
@@ -182,13 +198,176 @@ fn gpu_variant<T: Float>(
 /// NaN from the GPU means a pair was never written (its output is poisoned
 /// with NaN before the launch).
 fn check_finite<T: Float>(matrix: &Array2<T>, backend: Backend) -> Result<()> {
-    if let Some(bad) = matrix.iter().find(|v| !v.is_finite()) {
+    let first_bad = |values: &[T]| values.iter().copied().find(|v| !v.is_finite());
+    // Large matrices (a query batch against millions of series) on all cores.
+    let bad = match matrix.as_slice() {
+        Some(values) => values.par_chunks(1 << 16).find_map_first(first_bad),
+        None => matrix.iter().copied().find(|v| !v.is_finite()),
+    };
+    if let Some(bad) = bad {
         if backend.is_gpu() && bad.to_f64().is_nan() {
             return Err(Error::Gpu("a kernel left a distance unwritten".into()));
         }
         return Err(Error::Overflow { precision: T::NAME });
     }
     Ok(())
+}
+
+/// A batch kept where computations run, for many queries against it without
+/// moving it again ([`upload`], [`distance_matrix_resident`]): in device
+/// memory when it was uploaded to a GPU, else a copy in host memory that
+/// the CPU backend reads.
+pub struct ResidentSet<T> {
+    storage: Storage<T>,
+}
+
+enum Storage<T> {
+    Host(SeriesSet<T>),
+    Gpu(DeviceSeriesSet<T>),
+}
+
+impl<T: Float> ResidentSet<T> {
+    /// Number of series.
+    pub fn len(&self) -> usize {
+        match &self.storage {
+            Storage::Host(set) => set.len(),
+            Storage::Gpu(set) => set.len(),
+        }
+    }
+
+    /// Always false: a batch has at least one series.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Dimensions of each sample.
+    pub fn dims(&self) -> usize {
+        match &self.storage {
+            Storage::Host(set) => set.dims(),
+            Storage::Gpu(set) => set.dims(),
+        }
+    }
+
+    /// The longest series' length.
+    pub fn max_len(&self) -> usize {
+        match &self.storage {
+            Storage::Host(set) => set.max_len(),
+            Storage::Gpu(set) => set.max_len(),
+        }
+    }
+
+    /// The shortest series' length.
+    pub fn min_len(&self) -> usize {
+        match &self.storage {
+            Storage::Host(set) => set.min_len(),
+            Storage::Gpu(set) => set.min_len(),
+        }
+    }
+
+    /// Total number of samples of all series.
+    pub fn total_samples(&self) -> usize {
+        match &self.storage {
+            Storage::Host(set) => set.total_samples(),
+            Storage::Gpu(set) => set.total_samples(),
+        }
+    }
+
+    /// Whether it lives in GPU memory (else host memory, for the CPU).
+    pub fn on_gpu(&self) -> bool {
+        matches!(self.storage, Storage::Gpu(_))
+    }
+}
+
+/// Keeps `set` where `options.device` computes: on the GPU (one upload,
+/// through pinned buffers), or on the CPU (a copy). Queries against it with
+/// [`distance_matrix_resident`] then move only the queries and results.
+///
+/// Errors: no usable GPU when [`Device::Gpu`] was asked for; a set larger
+/// than `options.gpu_memory_budget` (default: 3/4 of the free device
+/// memory), which [`distance_matrix`] computes with instead, streaming it;
+/// a failing device.
+pub fn upload<T: Float>(set: &SeriesSet<T>, options: &ComputeOptions) -> Result<ResidentSet<T>> {
+    let storage = match Backend::resolve(options.device)? {
+        Backend::Cpu => Storage::Host(set.clone()),
+        Backend::Gpu(gpu) => Storage::Gpu(gpu.upload_set(set, options.gpu_memory_budget)?),
+    };
+    Ok(ResidentSet { storage })
+}
+
+/// The distance of every series of `queries` (rows) to every series of the
+/// resident `database` (columns), computed where the database lives: the
+/// queries go to the device in blocks, the results come back as the next
+/// tiles run, and the database does not move.
+///
+/// `options.gpu_memory_budget` bounds what the call allocates besides the
+/// resident set (larger query batches and outputs run in chunks);
+/// `options.gpu_variant` may be `naive` or `warp` (the default picks the
+/// warp kernel): the tiled variants take one long pair at a time from host
+/// memory and are an error here. `options.device` must agree with where
+/// the set lives (`Auto` always does).
+///
+/// Errors: samples of different dimensions, a device that disagrees, a
+/// tiled variant, a failing device, a result that overflowed the precision.
+pub fn distance_matrix_resident<T: Float>(
+    queries: &SeriesSet<T>,
+    database: &ResidentSet<T>,
+    metric: Metric,
+    options: &ComputeOptions,
+) -> Result<Array2<T>> {
+    if queries.dims() != database.dims() {
+        return Err(Error::DimensionMismatch {
+            first: queries.dims(),
+            second: database.dims(),
+        });
+    }
+    let backend = match (&database.storage, options.device) {
+        (Storage::Host(_), Device::Auto | Device::Cpu) => Backend::Cpu,
+        (Storage::Gpu(_), Device::Auto | Device::Gpu) => Backend::Gpu(Gpu::get()?),
+        (storage, device) => {
+            let (lives, asked) = match storage {
+                Storage::Host(_) => ("host memory (uploaded for the CPU)", device),
+                Storage::Gpu(_) => ("GPU memory", device),
+            };
+            return Err(Error::InvalidInput(format!(
+                "the resident set lives in {lives}, but the options ask for {asked:?}; \
+                 upload it with the same device"
+            )));
+        }
+    };
+    if matches!(metric, Metric::SoftDtw(soft) if soft.is_divergence()) {
+        return Err(Error::InvalidInput(
+            "the soft-DTW divergence needs each database series against itself; \
+             use distance_matrix for it"
+                .into(),
+        ));
+    }
+    let matrix = with_params!(T, metric, params => match (&database.storage, backend) {
+        (Storage::Gpu(set), Backend::Gpu(gpu)) => {
+            let variant = resident_variant(options, queries.len() * set.len(), queries.min_len().min(set.min_len()))?;
+            gpu.matrix_resident(metric.name(), variant, params, queries, set, options.gpu_memory_budget)
+        }
+        (Storage::Host(set), _) => Ok(cpu::matrix(queries, Some(set), &params)),
+        (Storage::Gpu(_), Backend::Cpu) => unreachable!("a GPU set computes on the GPU"),
+    })?;
+    check_finite(&matrix, backend)?;
+    Ok(matrix)
+}
+
+/// The kernel variant against a resident set: as [`gpu_variant`], but the
+/// warp kernel where that would pick a tiled one, and an error where one
+/// was asked for.
+fn resident_variant(options: &ComputeOptions, pairs: usize, shortest: usize) -> Result<Variant> {
+    match gpu_variant(options, pairs, shortest)? {
+        Variant::Tiled | Variant::TiledLaunches if options.gpu_variant.is_some() => {
+            Err(Error::InvalidInput(format!(
+                "GPU variant {:?} computes one long pair at a time from host memory; \
+                 against a resident set use naive or warp (or distance_matrix)",
+                options.gpu_variant.unwrap_or_default()
+            )))
+        }
+        Variant::Tiled | Variant::TiledLaunches => Ok(Variant::Warp),
+        variant => Ok(variant),
+    }
 }
 
 /// The distance between two series (`length x dims` each), on the CPU.

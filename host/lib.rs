@@ -41,7 +41,8 @@ mod series;
 mod soft_dtw;
 
 pub use compute::{
-    distance, distance_matrix, soft_dtw_gradient, Backend, ComputeOptions, Device, GPU_VARIANTS,
+    distance, distance_matrix, distance_matrix_resident, soft_dtw_gradient, upload, Backend,
+    ComputeOptions, Device, ResidentSet, GPU_VARIANTS,
 };
 pub use error::{Error, Result};
 pub use float::{Float, Precision};

@@ -237,6 +237,7 @@ macro_rules! on_each_backend {
         on_gpu!(gpu_naive, Some("naive"), $($scenario),*);
         on_gpu!(gpu_warp, Some("warp"), $($scenario),*);
         on_gpu!(gpu_tiled, Some("tiled"), $($scenario),*);
+        on_gpu!(gpu_tiled_launches, Some("tiled-launches"), $($scenario),*);
     };
 }
 

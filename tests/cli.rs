@@ -456,6 +456,7 @@ struct BenchRow {
     count: usize,
     precision: String,
     backend: String,
+    mode: Option<String>,
     seconds: f64,
     gcups: f64,
     speedup_vs_cpu: Option<f64>,
@@ -502,6 +503,81 @@ fn bench_json_parses() {
             gpu::ptx().map(|_| gpu::ptx_target())
         );
         assert_eq!(row.ptx_hash.as_deref(), gpu::ptx_hash());
+        assert_eq!(row.mode, None, "the CPU has no transfer mode");
+    }
+}
+
+/// `--resident` keeps references on a GPU: without one (or with --file,
+/// a set against itself) it is a usage error, before any work.
+#[test]
+fn bench_resident_needs_a_gpu_and_references() {
+    let mut command = timewarp();
+    command.args([
+        "bench",
+        "--resident",
+        "--device",
+        "cpu",
+        "--metric",
+        "dtw",
+        "--lengths",
+        "8",
+        "--count",
+        "3",
+        "--repeats",
+        "1",
+    ]);
+    expect_failure(&mut command, &["--resident", "needs --device gpu"], 2);
+    let mut command = timewarp();
+    command
+        .args(["bench", "--resident", "--device", "cpu", "--file"])
+        .arg(bundled("BasicMotions_TRAIN.ts"));
+    expect_failure(&mut command, &["--resident", "--file"], 2);
+}
+
+/// On a GPU, `--resident` rows say so; the default rows are streamed and
+/// the CPU's have no mode.
+#[test]
+fn gpu_bench_resident_and_streamed_modes() {
+    if !common::gpu_available("gpu_bench_resident_and_streamed_modes") {
+        return;
+    }
+    for (device, resident, expected) in [
+        ("gpu", true, "resident"),
+        ("gpu", false, "streamed"),
+        ("auto", true, "resident"),
+    ] {
+        let mut command = timewarp();
+        command.args([
+            "bench",
+            "--device",
+            device,
+            "--variant",
+            "naive,warp",
+            "--metric",
+            "dtw,twed",
+            "--lengths",
+            "40",
+            "--count",
+            "50",
+            "--queries",
+            "3",
+            "--repeats",
+            "1",
+            "--json",
+        ]);
+        if resident {
+            command.arg("--resident");
+        }
+        let rows: Vec<BenchRow> = serde_json::from_str(&stdout_of(&mut command)).unwrap();
+        let cpu_rows = if device == "auto" { 2 } else { 0 };
+        assert_eq!(rows.len(), 2 * 2 + cpu_rows);
+        for row in &rows {
+            assert!(row.seconds > 0.0 && row.gcups > 0.0);
+            match row.backend.as_str() {
+                "cpu" => assert_eq!(row.mode, None),
+                _ => assert_eq!(row.mode.as_deref(), Some(expected), "{}", row.backend),
+            }
+        }
     }
 }
 

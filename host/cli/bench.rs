@@ -10,8 +10,8 @@ use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
 use timewarp::gpu::{self, LOCAL_MAX_LEN};
 use timewarp::{
-    distance_matrix, soft_dtw_pairs, soft_dtw_pairs_gradient, ComputeOptions, Device, Float,
-    Metric, Precision, SeriesSet, GPU_VARIANTS,
+    distance_matrix, distance_matrix_resident, soft_dtw_pairs, soft_dtw_pairs_gradient, upload,
+    ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
 };
 
 pub const EXAMPLES: &str = "\
@@ -37,6 +37,9 @@ Examples:
   # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu
 
+  # The same with the references already on the GPU (uploaded before the timed runs)
+  timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu --resident
+
 Each case computes Q query series against N reference series (Q*N pairs of
 length x length cells; Q = N unless --queries says otherwise), or every pair
 of a file's series once (--file), from host arrays to host matrix, and
@@ -48,7 +51,10 @@ both measured in this run. The table's first line, and every JSON record
 kernels (see `timewarp info`). Without --variant every GPU variant is timed
 but those that compute a batch pair after pair (tiled, tiled-launches,
 diagonal, diagonal-launches: name them to time them), and local only up to
-length 1024 (its rows are a fixed array).";
+length 1024 (its rows are a fixed array). mode: streamed, the GPU's times
+include every transfer (references and queries in, distances out); resident
+(--resident), the references were uploaded once before the timed runs, which
+include the queries' upload, the kernels and the distances' copy back.";
 
 /// GPU variants timed only when `--variant` names them: they compute a
 /// batch pair after pair, which would dominate a default run.
@@ -104,6 +110,10 @@ pub struct Args {
     /// once a case's timed runs pass 2 s)
     #[arg(long, value_name = "R", default_value_t = 5)]
     repeats: usize,
+    /// Upload the references to the GPU once, before the timed runs, and
+    /// time the queries against them (default: every run streams both)
+    #[arg(long)]
+    resident: bool,
     /// Print a JSON array instead of a table
     #[arg(long)]
     json: bool,
@@ -142,7 +152,7 @@ impl Mode {
 /// One timed case.
 struct Row {
     metric: MetricKind,
-    mode: Mode,
+    workload: Mode,
     /// The series length, or the longest of a file's.
     length: usize,
     queries: usize,
@@ -151,6 +161,8 @@ struct Row {
     cells: f64,
     precision: &'static str,
     backend: String,
+    /// `streamed` or `resident` for a GPU, none for the CPU.
+    mode: Option<&'static str>,
     timing: Timing,
     speedup_vs_cpu: Option<f64>,
 }
@@ -220,6 +232,16 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let backends = backends(args.compute.device, variants)?;
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
+    if args.resident && args.file.is_some() {
+        return Err(Failure::usage(
+            "--resident times queries against references; --file times a set against itself",
+        ));
+    }
+    if args.resident && !timing_gpu {
+        return Err(Failure::usage(
+            "--resident keeps the references on a GPU: it needs --device gpu, or auto with a usable GPU",
+        ));
+    }
     let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
     let queries = if mode == Mode::Matrix {
         args.queries.unwrap_or(count)
@@ -298,16 +320,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
                     bar.inc(1);
                     continue;
                 }
+                let resident = args.resident && options.device == Device::Gpu;
                 let timing = match args.compute.precision {
-                    Precision::F32 => time::<f32>(case, metric, options, args.repeats)?,
-                    Precision::F64 => time::<f64>(case, metric, options, args.repeats)?,
+                    Precision::F32 => time::<f32>(case, metric, options, resident, args.repeats)?,
+                    Precision::F64 => time::<f64>(case, metric, options, resident, args.repeats)?,
                 };
                 if backend == "cpu" {
                     cpu_seconds = Some(timing.seconds);
                 }
                 rows.push(Row {
                     metric,
-                    mode,
+                    workload: mode,
                     length: *length,
                     queries: case.queries.len(),
                     count: case
@@ -317,6 +340,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
                     cells: case.cells(),
                     precision,
                     backend: backend.clone(),
+                    mode: match (options.device, resident) {
+                        (Device::Gpu, true) => Some("resident"),
+                        (Device::Gpu, false) => Some("streamed"),
+                        _ => None,
+                    },
                     speedup_vs_cpu: cpu_seconds.map(|cpu| cpu / timing.seconds),
                     timing,
                 });
@@ -373,11 +401,13 @@ fn backends(
 /// A case's time for all of its pairs: the median of the timed runs after
 /// a warm-up. The CPU, often a hundred times slower, times only as many
 /// queries as take about a second and scales that up: its time is
-/// proportional to the pairs (all queries meet all references).
+/// proportional to the pairs (all queries meet all references). With
+/// `resident`, the references are uploaded first, untimed.
 fn time<T: Float>(
     case: &Case,
     metric: MetricKind,
     options: &ComputeOptions,
+    resident: bool,
     repeats: usize,
 ) -> Result<Timing, Failure> {
     let queries = case.queries.cast::<T>()?;
@@ -387,13 +417,20 @@ fn time<T: Float>(
         .map(|r| r.cast::<T>())
         .transpose()?;
     let metric: Metric = metric.with_defaults()?;
+    let uploaded = match (&references, resident) {
+        (Some(references), true) => Some(upload(references, options)?),
+        _ => None,
+    };
     let run = |queries: &SeriesSet<T>| -> Result<Duration, Failure> {
         let start = Instant::now();
-        match (case.mode, metric, &references) {
+        match (case.mode, metric, &references, &uploaded) {
+            (Mode::Matrix, _, _, Some(database)) => {
+                distance_matrix_resident(queries, database, metric, options)?;
+            }
             (Mode::Matrix, ..) => {
                 distance_matrix(queries, references.as_ref(), metric, options)?;
             }
-            (mode, Metric::SoftDtw(soft), Some(references)) => {
+            (mode, Metric::SoftDtw(soft), Some(references), _) => {
                 // Query k against reference k: the first as many references.
                 let paired = references.slice(0..queries.len());
                 if mode == Mode::Paired {
@@ -441,7 +478,7 @@ fn median(values: &mut [f64]) -> f64 {
 
 /// One line of the table: its header, or a row.
 fn table_line(row: Option<&Row>) -> String {
-    let cells: [String; 10] = match row {
+    let cells: [String; 11] = match row {
         None => [
             "metric",
             "length",
@@ -450,19 +487,21 @@ fn table_line(row: Option<&Row>) -> String {
             "timed",
             "precision",
             "backend",
+            "mode",
             "ms",
             "GCUPS",
             "speedup",
         ]
         .map(String::from),
         Some(row) => [
-            row.mode.label(row.metric),
+            row.workload.label(row.metric),
             row.length.to_string(),
             row.queries.to_string(),
             row.count.to_string(),
             row.timing.queries_timed.to_string(),
             row.precision.to_string(),
             row.backend.clone(),
+            row.mode.unwrap_or("-").to_string(),
             three_significant_digits(row.timing.seconds * 1e3),
             three_significant_digits(row.gcups()),
             row.speedup_vs_cpu
@@ -470,7 +509,7 @@ fn table_line(row: Option<&Row>) -> String {
         ],
     };
     format!(
-        "{:<9} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:>10} {:>9} {:>8}\n",
+        "{:<9} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:<8} {:>10} {:>9} {:>8}\n",
         cells[0],
         cells[1],
         cells[2],
@@ -480,7 +519,8 @@ fn table_line(row: Option<&Row>) -> String {
         cells[6],
         cells[7],
         cells[8],
-        cells[9]
+        cells[9],
+        cells[10]
     )
 }
 
@@ -509,9 +549,9 @@ fn json(rows: &[Row]) -> String {
         .map(|row| {
             format!(
                 "  {{\"metric\": \"{}\", \"length\": {}, \"queries\": {}, \"count\": {}, \"cells\": {}, \
-                 \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"seconds\": {}, \"gcups\": {}, \
-                 \"speedup_vs_cpu\": {}, {build}}}",
-                row.mode.label(row.metric),
+                 \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"mode\": {}, \"seconds\": {}, \
+                 \"gcups\": {}, \"speedup_vs_cpu\": {}, {build}}}",
+                row.workload.label(row.metric),
                 row.length,
                 row.queries,
                 row.count,
@@ -519,6 +559,7 @@ fn json(rows: &[Row]) -> String {
                 row.timing.queries_timed,
                 row.precision,
                 row.backend,
+                row.mode.map_or("null".into(), |m| format!("\"{m}\"")),
                 number(row.timing.seconds),
                 number(row.gcups()),
                 row.speedup_vs_cpu.map_or("null".into(), number),

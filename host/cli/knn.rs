@@ -1,6 +1,6 @@
 //! `timewarp knn`: k-nearest-neighbour classification and its accuracy.
 
-use super::{compute_matrix, print, ComputeArgs, Failure, Input, MetricArgs, VariantArg};
+use super::{compute_resident_matrix, print, ComputeArgs, Failure, Input, MetricArgs, VariantArg};
 use ndarray::{Array2, ArrayView1};
 use std::cmp::{Ordering, Reverse};
 use std::path::PathBuf;
@@ -57,12 +57,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
         )));
     }
     let backend = args.compute.backend()?;
-    // Rows: test series; columns: training series. f32 widens exactly.
+    // Rows: test series; columns: training series, kept resident while the
+    // test series stream against them. f32 widens exactly.
     let distances: Array2<f64> = match args.compute.precision {
         Precision::F32 => {
-            compute_matrix::<f32>(&test, Some(&train), metric, backend, variant)?.mapv(f64::from)
+            compute_resident_matrix::<f32>(&test, &train, metric, backend, variant)?.mapv(f64::from)
         }
-        Precision::F64 => compute_matrix::<f64>(&test, Some(&train), metric, backend, variant)?,
+        Precision::F64 => compute_resident_matrix::<f64>(&test, &train, metric, backend, variant)?,
     };
     let wrong = distances
         .outer_iter()

@@ -5,7 +5,10 @@
 use super::{options_for, progress_bar};
 use ndarray::{s, Array2};
 use std::ops::Range;
-use timewarp::{distance_matrix, Backend, ComputeOptions, Float, Metric, Result, SeriesSet};
+use timewarp::{
+    distance_matrix, distance_matrix_resident, Backend, ComputeOptions, Float, Metric, ResidentSet,
+    Result, SeriesSet,
+};
 
 /// Cells (sample pairs) worth a progress bar: about a second of work.
 const LONG_RUN_CELLS_CPU: f64 = 2e9;
@@ -26,13 +29,9 @@ pub fn compute<T: Float>(
         gpu_variant: variant,
         ..options_for(backend)
     };
-    let long_run = match backend {
-        Backend::Cpu => LONG_RUN_CELLS_CPU,
-        Backend::Gpu(_) => LONG_RUN_CELLS_GPU,
-    };
     // Progress in thousandths of the estimated cells.
     let bar = progress_bar(1000);
-    if bar.is_hidden() || cells(a, b) < long_run {
+    if bar.is_hidden() || cells(a, b) < long_run(backend) {
         return distance_matrix(a, b, metric, &options);
     }
     let blocks = row_blocks(a.len(), a.len().div_ceil(BLOCKS));
@@ -44,6 +43,45 @@ pub fn compute<T: Float>(
     });
     bar.finish_and_clear();
     matrix
+}
+
+/// The matrix of `queries` (rows) against the resident `database`, on
+/// `backend` (where the database lives); a long run watched on stderr in
+/// row blocks that advance a progress bar.
+pub fn compute_resident<T: Float>(
+    queries: &SeriesSet<T>,
+    database: &ResidentSet<T>,
+    metric: Metric,
+    backend: Backend,
+    variant: Option<&'static str>,
+) -> Result<Array2<T>> {
+    let options = ComputeOptions {
+        gpu_variant: variant,
+        ..options_for(backend)
+    };
+    let bar = progress_bar(1000);
+    let cells = queries.total_samples() as f64 * database.total_samples() as f64;
+    if bar.is_hidden() || cells < long_run(backend) {
+        return distance_matrix_resident(queries, database, metric, &options);
+    }
+    let blocks = row_blocks(queries.len(), queries.len().div_ceil(BLOCKS));
+    let mut out = Array2::from_elem((queries.len(), database.len()), T::ZERO);
+    for (k, rows) in blocks.iter().enumerate() {
+        let block = queries.slice(rows.clone());
+        let values = distance_matrix_resident(&block, database, metric, &options)?;
+        out.slice_mut(s![rows.clone(), ..]).assign(&values);
+        bar.set_position((1000 * (k + 1) / blocks.len()) as u64);
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// Cells worth a progress bar on `backend`.
+fn long_run(backend: Backend) -> f64 {
+    match backend {
+        Backend::Cpu => LONG_RUN_CELLS_CPU,
+        Backend::Gpu(_) => LONG_RUN_CELLS_GPU,
+    }
 }
 
 /// Sample pairs the whole matrix takes (each symmetric pair once).

@@ -143,7 +143,13 @@ impl Gpu {
             Launches::Persistent { blocks } => {
                 // The longest anti-diagonal has min(n, m) + 1 cells.
                 let needed = (n.min(m) + 1).div_ceil(threads);
-                self.launch_with(function, config(needed.min(blocks)), true, launch)
+                self.launch_with(
+                    &self.stream,
+                    function,
+                    config(needed.min(blocks)),
+                    true,
+                    launch,
+                )
             }
             Launches::PerDiagonal => {
                 for k in 0..=n + m {
@@ -153,7 +159,7 @@ impl Gpu {
                         diagonal: k as u64,
                         ..launch
                     };
-                    self.launch_with(function, config(blocks), false, launch)?;
+                    self.launch_with(&self.stream, function, config(blocks), false, launch)?;
                 }
                 Ok(())
             }

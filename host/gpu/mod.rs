@@ -1,6 +1,7 @@
 //! The GPU runtime: finds a usable GPU without panicking, loads the embedded
 //! PTX once per process, and runs the pairwise kernels over batches of any
-//! size by tiling the batches and chunking the pairs to fit device memory.
+//! size: streamed or resident (`database.rs`) for the naive and warp
+//! kernels, one pair at a time for the tiled ones (`long_pair.rs`).
 
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{
@@ -8,14 +9,14 @@ use cudarc::driver::{
     DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
-use ndarray::{s, Array2};
+use ndarray::Array2;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
-use timewarp_kernels::launch::tile_pairs;
 use timewarp_kernels::warp::LANES;
 use timewarp_kernels::{PairsLaunch, PipelineLaunch, SetRef, TileLaunch};
 
+mod database;
 mod long_pair;
 mod ptx_split;
 
@@ -25,6 +26,8 @@ mod thread_rows;
 pub use thread_rows::{LOCAL_CAPACITIES, LOCAL_MAX_LEN};
 
 mod soft_dtw;
+
+pub use database::DeviceSeriesSet;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/kernels.rs"));
@@ -290,9 +293,11 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     /// Each kernel is its own module, loaded (JIT-compiled) on first use.
     functions: Mutex<HashMap<String, CudaFunction>>,
-    /// One computation at a time: they share the stream and size their
+    /// One computation at a time: they share the streams and size their
     /// memory use from what is free.
     busy: Mutex<()>,
+    /// The streams and pinned buffers of the naive and warp kernels' runs.
+    pipelines: database::Pipelines,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -324,6 +329,7 @@ impl Gpu {
             stream,
             functions: Mutex::new(HashMap::new()),
             busy: Mutex::new(()),
+            pipelines: database::Pipelines::default(),
         })
     }
 
@@ -350,10 +356,7 @@ impl Gpu {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.context.bind_to_thread().map_err(gpu_error)?;
-        let budget = match memory_budget {
-            Some(bytes) => bytes,
-            None => driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3,
-        };
+        let budget = database::memory_budget_or_free(memory_budget)?;
         if matches!(variant, Variant::Tiled | Variant::TiledLaunches) {
             return self.pairs_one_by_one(measure, variant, params, a, b, budget);
         }
@@ -364,43 +367,7 @@ impl Gpu {
         if variant == Variant::Stencil {
             return self.stencil_matrix(measure, params, a, b, budget);
         }
-        let plan = TilePlan::new(a, b, budget, std::mem::size_of::<T>());
-        let triangle_matrix = b.is_none();
-        let b = b.unwrap_or(a);
-        let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
-        for (block_index, rows) in plan.a_blocks.iter().enumerate() {
-            let a_block = self.upload(&a.slice(rows.clone()))?;
-            for (column_index, columns) in plan.b_blocks.iter().enumerate() {
-                if triangle_matrix && column_index < block_index {
-                    continue; // the mirror of a tile already computed
-                }
-                let triangle = triangle_matrix && column_index == block_index;
-                let b_upload;
-                let b_block = if triangle {
-                    &a_block
-                } else {
-                    b_upload = self.upload(&b.slice(columns.clone()))?;
-                    &b_upload
-                };
-                let kernel =
-                    self.pair_kernel::<T>(measure, variant, a_block.max_len, b_block.max_len)?;
-                let tile = self.tile(
-                    &kernel,
-                    params,
-                    &a_block,
-                    b_block,
-                    triangle,
-                    plan.workspace_bytes,
-                )?;
-                out.slice_mut(s![rows.clone(), columns.clone()])
-                    .assign(&tile);
-                if triangle_matrix && !triangle {
-                    out.slice_mut(s![columns.clone(), rows.clone()])
-                        .assign(&tile.t());
-                }
-            }
-        }
-        Ok(out)
+        self.streamed(measure, variant, params, a, b, budget)
     }
 
     /// The naive or warp kernel for pairs of series up to `a_len` and
@@ -463,75 +430,6 @@ impl Gpu {
         Ok(function)
     }
 
-    /// One tile: all pairs of two uploaded blocks, in launches whose
-    /// workspace fits `workspace_bytes`.
-    fn tile<T: Float, P: Copy>(
-        &self,
-        kernel: &PairKernel,
-        params: P,
-        a: &DeviceSet<T>,
-        b: &DeviceSet<T>,
-        triangle: bool,
-        workspace_bytes: usize,
-    ) -> Result<Array2<T>> {
-        let stream = &self.stream;
-        let pairs = tile_pairs(a.count as u64, b.count as u64, triangle);
-        let bytes_per_pair = kernel.workspace_per_pair * std::mem::size_of::<T>();
-        if bytes_per_pair > workspace_bytes {
-            return Err(Error::Gpu(format!(
-                "a series of {} samples needs {bytes_per_pair} bytes of workspace, over the {workspace_bytes} available",
-                a.max_len.max(b.max_len)
-            )));
-        }
-        let chunk = match bytes_per_pair {
-            0 => pairs,
-            bytes => pairs.min((workspace_bytes / bytes) as u64),
-        };
-        let mut out = stream
-            .alloc_zeros::<T>(a.count * b.count)
-            .map_err(gpu_error)?;
-        let workspace = match kernel.workspace_per_pair {
-            0 => None,
-            values => Some(
-                stream
-                    .alloc_zeros::<T>(chunk as usize * values)
-                    .map_err(gpu_error)?,
-            ),
-        };
-        let out_ptr = poison(stream, &mut out)?;
-        let workspace_ptr = workspace.as_ref().map_or(0, |w| w.device_ptr(stream).0);
-        let pairs_per_block = (kernel.threads_per_block / kernel.threads_per_pair) as u64;
-        let mut first_pair = 0;
-        while first_pair < pairs {
-            let pair_count = chunk.min(pairs - first_pair);
-            let launch = PairsLaunch {
-                a: a.set_ref(stream),
-                b: b.set_ref(stream),
-                params,
-                out: out_ptr as *mut T,
-                workspace: workspace_ptr as *mut T,
-                row_len: kernel.row_len as u64,
-                first_pair,
-                pair_count,
-                triangle: triangle as u32,
-            };
-            let config = LaunchConfig {
-                grid_dim: (pair_count.div_ceil(pairs_per_block) as u32, 1, 1),
-                block_dim: (kernel.threads_per_block, 1, 1),
-                shared_mem_bytes: kernel.shared_bytes,
-            };
-            // SAFETY: the launch's pointers are live device allocations of the
-            // sizes its fields promise (uploaded blocks, `out` of a.count x
-            // b.count, a workspace of `chunk` pairs >= pair_count, or none
-            // when the kernel needs none); the shared memory is what the
-            // kernel was sized for.
-            unsafe { self.launch_with(&kernel.function, config, false, launch) }?;
-            first_pair += pair_count;
-        }
-        let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
-        Ok(Array2::from_shape_vec((a.count, b.count), values).expect("tile shape"))
-    }
-
     /// Launches `function` on `blocks` blocks of `threads` threads with
     /// `argument` as its one parameter.
     ///
@@ -552,17 +450,18 @@ impl Gpu {
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        self.launch_with(function, config, false, argument)
+        self.launch_with(&self.stream, function, config, false, argument)
     }
 
-    /// Launches `function` with `config` and `argument` as its one
-    /// parameter; `cooperative` launches guarantee that every block is
+    /// Launches `function` on `stream` with `config` and `argument` as its
+    /// one parameter; `cooperative` launches guarantee that every block is
     /// resident at once (or fail), as a grid-wide barrier needs.
     ///
     /// # Safety
     /// As [`Gpu::launch`].
     unsafe fn launch_with<A: Copy>(
         &self,
+        stream: &CudaStream,
         function: &CudaFunction,
         config: LaunchConfig,
         cooperative: bool,
@@ -572,7 +471,7 @@ impl Gpu {
         KernelArgument<A>: DeviceRepr,
     {
         let argument = KernelArgument(argument);
-        let mut builder = self.stream.launch_builder(function);
+        let mut builder = stream.launch_builder(function);
         builder.arg(&argument);
         let launched = if cooperative {
             builder.launch_cooperative(config)
@@ -668,14 +567,12 @@ impl<T: Float> DeviceSet<T> {
     }
 }
 
-/// How a computation is cut to fit a device-memory budget: blocks of `a` and
-/// of `b` whose data take at most a quarter of it each, tiles (block pairs)
-/// whose output takes at most a quarter, and the last quarter for the
-/// rolling rows of the pairs of one launch.
+/// How the stencil kernels cut a computation to fit a device-memory budget:
+/// blocks of `a` and of `b` whose data take at most a quarter of it each,
+/// and tiles (block pairs) whose output takes at most a quarter.
 struct TilePlan {
     a_blocks: Vec<Range<usize>>,
     b_blocks: Vec<Range<usize>>,
-    workspace_bytes: usize,
 }
 
 impl TilePlan {
@@ -693,11 +590,7 @@ impl TilePlan {
             Some(b) => blocks(b, quarter, side, element),
             None => a_blocks.clone(),
         };
-        TilePlan {
-            a_blocks,
-            b_blocks,
-            workspace_bytes: quarter,
-        }
+        TilePlan { a_blocks, b_blocks }
     }
 }
 
