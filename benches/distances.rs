@@ -1,7 +1,8 @@
 //! Criterion benchmarks: distance matrices of CBF batches for each measure,
-//! on the CPU backend and on each GPU kernel variant (when a GPU is usable).
-//! Throughput is in DP cells (`count^2 * length^2`), so criterion's
-//! elements/s is cells per second.
+//! on the CPU backend and on each batch GPU kernel variant, and one long
+//! pair on each pair-at-a-time variant (when a GPU is usable). Throughput is
+//! in DP cells (`count^2 * length^2`), so criterion's elements/s is cells
+//! per second.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use timewarp::{
@@ -11,14 +12,24 @@ use timewarp::{
 /// (series per batch, length) of each benchmarked size.
 const SIZES: [(usize, usize); 2] = [(64, 128), (32, 512)];
 
-fn backends() -> Vec<(String, ComputeOptions)> {
+/// The variants that compute a batch pair after pair, each spread over the
+/// whole GPU: benchmarked on one long pair.
+const PAIR_VARIANTS: [&str; 4] = ["tiled", "tiled-launches", "diagonal", "diagonal-launches"];
+
+/// Length of the long pair.
+const PAIR_LENGTH: usize = 16384;
+
+fn backends(pair_variants: bool) -> Vec<(String, ComputeOptions)> {
     let mut list = vec![("cpu".to_string(), ComputeOptions::on(Device::Cpu))];
+    if pair_variants {
+        list.clear(); // the CPU takes seconds a pair at this length
+    }
     match Gpu::get() {
         Ok(_) => {
-            // The anti-diagonal variants compute a batch pair after pair,
-            // a barrier or a launch per anti-diagonal: not batch kernels.
-            let batch_variants = GPU_VARIANTS.iter().filter(|v| !v.starts_with("diagonal"));
-            for &variant in batch_variants {
+            let wanted = GPU_VARIANTS
+                .iter()
+                .filter(|v| PAIR_VARIANTS.contains(v) == pair_variants);
+            for &variant in wanted {
                 list.push((
                     format!("gpu-{variant}"),
                     ComputeOptions {
@@ -40,7 +51,7 @@ fn distances(c: &mut Criterion) {
         ("soft-dtw", SoftDtw::new(1.0).unwrap().into()),
         ("twed", Twed::default().into()),
     ];
-    let backends = backends();
+    let backends = backends(false);
     for (name, metric) in metrics {
         let mut group = c.benchmark_group(name);
         group.sample_size(10);
@@ -70,5 +81,35 @@ fn distances(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, distances);
+/// One random pair of `PAIR_LENGTH` samples, TWED (cuTWED's single-pair
+/// workload) and DTW, f64, on the pair-at-a-time variants.
+fn long_pair(c: &mut Criterion) {
+    let backends = backends(true);
+    if backends.is_empty() {
+        return;
+    }
+    let a = timewarp::data::random_normal(1, PAIR_LENGTH, 1, 1);
+    let b = timewarp::data::random_normal(1, PAIR_LENGTH, 1, 2);
+    let metrics: [(&str, Metric); 2] = [
+        ("twed-pair", Twed::new(1.0, 1.0, 2.0).unwrap().into()),
+        ("dtw-pair", Dtw::new().into()),
+    ];
+    for (name, metric) in metrics {
+        let mut group = c.benchmark_group(name);
+        group.sample_size(10);
+        group.throughput(Throughput::Elements((PAIR_LENGTH * PAIR_LENGTH) as u64));
+        for (backend, options) in &backends {
+            group.bench_with_input(
+                BenchmarkId::new(format!("{backend}/f64"), format!("1x{PAIR_LENGTH}")),
+                &options,
+                |bench, options| {
+                    bench.iter(|| distance_matrix(&a, Some(&b), metric, options).unwrap())
+                },
+            );
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, distances, long_pair);
 criterion_main!(benches);

@@ -153,3 +153,27 @@ fn lopsided_and_odd_pairs_match_the_oracle() {
         }
     }
 }
+
+/// TWED with samples in R^28 and arbitrary timestamps, for every degree
+/// kind (1, 2, other), on the batch and long-pair variants.
+#[test]
+fn twed_in_28_dimensions_matches_the_oracle() {
+    if !gpu_available("twed_in_28_dimensions_matches_the_oracle") {
+        return;
+    }
+    let mut rng = rng(28);
+    let a = random_set(&mut rng, &[1, 33, 300], 28, 1.0);
+    let a = with_random_timestamps(&mut rng, a);
+    let b = random_set(&mut rng, &[2, 257], 28, 1.0);
+    let b = with_random_timestamps(&mut rng, b);
+    for variant in ["naive", "warp", "tiled", "stencil"] {
+        for degree in [1.0, 2.0, 3.0] {
+            let metric: Metric = Twed::new(0.5, 1.0, degree).unwrap().into();
+            let got = distance_matrix(&a, Some(&b), metric, &on_gpu(variant)).unwrap();
+            assert_matches_oracle(&got, &a, &b, metric, &format!("{variant}, 28 dims"));
+            let (a32, b32) = (a.cast::<f32>().unwrap(), b.cast::<f32>().unwrap());
+            let got = distance_matrix(&a32, Some(&b32), metric, &on_gpu(variant)).unwrap();
+            assert_matches_oracle(&got, &a32, &b32, metric, &format!("{variant}, 28 dims"));
+        }
+    }
+}

@@ -10,17 +10,21 @@ use timewarp_kernels::warp::{diagonal_tiles, tile_counts, Pipeline, TileGrid, LA
 use timewarp_kernels::{PipelineLaunch, TileLaunch};
 
 /// The tiled kernels' stripe for `columns` columns: the widest that still
-/// gives 512 bands or tiles side by side (several warps on every SM), else
-/// the narrowest.
+/// gives `TILED_MIN_BANDS` bands or tiles side by side, else the narrowest.
 fn tiled_stripe(measure: &str, precision: &str, columns: usize) -> usize {
     let stripes = tiled_stripes(measure, precision);
     stripes
         .iter()
         .rev()
         .copied()
-        .find(|&s| columns / (LANES * s) >= 512)
+        .find(|&s| columns / (LANES * s) >= TILED_MIN_BANDS)
         .unwrap_or(stripes[0])
 }
+
+/// Bands (warps) a long pair should give at least: the kernel is latency
+/// bound (ncu: one warp per scheduler leaves 82% of issue cycles idle at
+/// 512 bands), so about 8 warps on each of an H200's 132 SMs.
+const TILED_MIN_BANDS: usize = 1024;
 
 /// Rows of a tile of the per-anti-diagonal kernel with `stripe` columns per
 /// lane: square tiles, at least 256 rows so that the wavefront's fill and
