@@ -21,10 +21,13 @@ fn tiled_stripe(measure: &str, precision: &str, columns: usize) -> usize {
         .unwrap_or(stripes[0])
 }
 
-/// Bands (warps) a long pair should give at least: the kernel is latency
-/// bound (ncu: one warp per scheduler leaves 82% of issue cycles idle at
-/// 512 bands), so about 8 warps on each of an H200's 132 SMs.
-const TILED_MIN_BANDS: usize = 1024;
+/// Bands (warps) a long pair should give at least, about 4 on each of an
+/// H200's 132 SMs. The kernel is latency bound (ncu: one warp per scheduler
+/// leaves 82% of issue cycles idle at 512 bands), but narrower stripes for
+/// more bands lose more than they gain: each band trails the one to its
+/// left by about 47 rows, so 1024 bands of 2 columns a lane took 74.3 ms
+/// for TWED at n = 65,536 against 59.4 ms for 512 bands of 4 (H200).
+const TILED_MIN_BANDS: usize = 512;
 
 /// Rows of a tile of the per-anti-diagonal kernel with `stripe` columns per
 /// lane: square tiles, at least 256 rows so that the wavefront's fill and

@@ -149,7 +149,7 @@ pub fn warp_stripes(measure: &str, precision: &str) -> &'static [usize] {
 /// Columns per lane of the tiled kernels, narrowest first.
 pub fn tiled_stripes(measure: &str, precision: &str) -> &'static [usize] {
     match (measure, precision) {
-        ("twed", _) => &[2, 4, 8],
+        ("twed", _) => &[4, 8],
         ("soft_dtw", _) => &[4],
         _ => &[4, 16],
     }
