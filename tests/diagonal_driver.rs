@@ -19,19 +19,16 @@
 
 mod common;
 
+use common::driver::{assert_close, with_params, Measure, Pair};
 use common::emulator::Shared;
 use common::grid::{run_grid, BarrierKind};
-use common::{error_scale, oracle_pair, rng, tolerance};
+use common::{error_scale, oracle_pair, tolerance};
 use ndarray::{Array1, Array2};
-use rand::Rng;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use timewarp::{Dtw, Metric, SoftDtw, Twed};
 use timewarp_kernels::diagonal::{
     diagonal_cells, diagonal_pair, diagonal_value, generation_barrier, Diagonals,
 };
-use timewarp_kernels::{
-    DtwParams, PairsLaunch, Recurrence, Series, SetRef, SoftDtwParams, TwedParams,
-};
+use timewarp_kernels::{PairsLaunch, Recurrence, SetRef};
 
 /// Never a value of a cell: a read of an unwritten cell makes the result
 /// hugely negative.
@@ -40,25 +37,7 @@ const UNWRITTEN: f64 = -1e300;
 const GUARD: f64 = -7.0;
 const GUARDS: usize = 8;
 
-/// A measure both as the oracle's `Metric` and as the kernels' parameters.
-#[derive(Clone, Copy, Debug)]
-enum Measure {
-    Dtw(Option<usize>),
-    SoftDtw(f64),
-    Twed(f64, f64, f64),
-}
-
-impl Measure {
-    fn metric(self) -> Metric {
-        match self {
-            Measure::Dtw(None) => Dtw::new().into(),
-            Measure::Dtw(Some(r)) => Dtw::with_band(r).into(),
-            Measure::SoftDtw(gamma) => SoftDtw::new(gamma).unwrap().into(),
-            Measure::Twed(nu, lambda, degree) => Twed::new(nu, lambda, degree).unwrap().into(),
-        }
-    }
-}
-
+/// The measures and parameters every form of the driver is checked with.
 fn measures() -> Vec<Measure> {
     vec![
         Measure::Dtw(None),
@@ -72,73 +51,6 @@ fn measures() -> Vec<Measure> {
         Measure::Twed(1.0, 1.0, 1.0),
         Measure::Twed(0.1, 0.5, 3.0),
     ]
-}
-
-/// Calls `check` with the kernels' parameters of `measure`.
-macro_rules! with_params {
-    ($measure:expr, |$p:ident| $body:expr) => {
-        match $measure {
-            Measure::Dtw(band) => {
-                let $p = DtwParams {
-                    band: band.map_or(DtwParams::NO_BAND, |r| r as u64),
-                };
-                $body
-            }
-            Measure::SoftDtw(gamma) => {
-                let $p = SoftDtwParams::new(gamma);
-                $body
-            }
-            Measure::Twed(nu, lambda, degree) => {
-                let $p = TwedParams { nu, lambda, degree };
-                $body
-            }
-        }
-    };
-}
-
-/// A test pair with non-uniform timestamps.
-struct Pair {
-    a: Array2<f64>,
-    b: Array2<f64>,
-    ta: Array1<f64>,
-    tb: Array1<f64>,
-}
-
-impl Pair {
-    fn random(seed: u64, n: usize, m: usize, dims: usize) -> Pair {
-        let mut rng = rng(seed);
-        let mut times = |len: usize| {
-            let mut t = 0.0;
-            Array1::from_iter((0..len).map(|_| {
-                t += rng.random_range(0.2..2.0);
-                t
-            }))
-        };
-        let (ta, tb) = (times(n), times(m));
-        let mut rng = common::rng(seed + 1000);
-        let a = common::random_series(&mut rng, n, dims, 1.0);
-        let b = common::random_series(&mut rng, m, dims, 1.0);
-        Pair { a, b, ta, tb }
-    }
-
-    fn series(&self) -> (Series<f64>, Series<f64>) {
-        let view = |x: &Array2<f64>, t: &Array1<f64>| Series {
-            values: x.as_ptr(),
-            times: t.as_ptr(),
-            len: x.nrows(),
-            dims: x.ncols(),
-        };
-        (view(&self.a, &self.ta), view(&self.b, &self.tb))
-    }
-
-    /// The oracle's value and the allowed error.
-    fn oracle(&self, measure: Measure) -> (f64, f64) {
-        let metric = measure.metric();
-        let value = oracle_pair(self.a.view(), &self.ta, self.b.view(), &self.tb, metric);
-        let bound = tolerance::<f64>(self.a.nrows(), self.b.nrows(), self.a.ncols())
-            * error_scale(self.a.view(), self.b.view(), value, metric);
-        (value, bound)
-    }
 }
 
 /// Three anti-diagonals of `n + 1` values, followed by guards.
@@ -214,14 +126,6 @@ fn launches<M: Recurrence<f64>>(
     let value = unsafe { diagonal_value(&diagonals, a.len, b.len) };
     buffers.assert_guards(a.len, context);
     value
-}
-
-fn assert_close(context: &str, got: f64, (expected, bound): (f64, f64)) {
-    assert!(
-        (got - expected).abs() <= bound,
-        "{context}: got {got:e}, oracle {expected:e}, |diff| {:e} > {bound:e}",
-        (got - expected).abs()
-    );
 }
 
 /// Every form of the driver on one pair and measure.

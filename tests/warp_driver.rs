@@ -10,78 +10,12 @@
 
 mod common;
 
+use common::driver::{assert_close, with_params, Measure, Pair};
 use common::emulator::{run_warp, run_warps, Shared};
-use common::{error_scale, oracle_pair, rng, tolerance};
-use ndarray::{Array1, Array2};
-use timewarp::{Dtw, Metric, SoftDtw, Twed};
 use timewarp_kernels::warp::{
     diagonal_tiles, pipelined_pair, tile_counts, warp_pair, warp_tile, Pipeline, TileGrid,
 };
-use timewarp_kernels::{DtwParams, Recurrence, Series, SoftDtwParams, TwedParams};
-
-/// A measure both as the oracle's `Metric` and as the kernels' parameters.
-#[derive(Clone, Copy, Debug)]
-enum Measure {
-    Dtw(Option<usize>),
-    SoftDtw(f64),
-    Twed(f64, f64, f64),
-}
-
-impl Measure {
-    fn metric(self) -> Metric {
-        match self {
-            Measure::Dtw(None) => Dtw::new().into(),
-            Measure::Dtw(Some(r)) => Dtw::with_band(r).into(),
-            Measure::SoftDtw(gamma) => SoftDtw::new(gamma).unwrap().into(),
-            Measure::Twed(nu, lambda, degree) => Twed::new(nu, lambda, degree).unwrap().into(),
-        }
-    }
-}
-
-/// A test pair: values, timestamps (all series get some; the oracle needs
-/// them, the kernels take them as given).
-struct Pair {
-    a: Array2<f64>,
-    b: Array2<f64>,
-    ta: Array1<f64>,
-    tb: Array1<f64>,
-}
-
-impl Pair {
-    fn random(seed: u64, n: usize, m: usize, dims: usize) -> Pair {
-        let mut rng = rng(seed);
-        let times = |rng: &mut rand::rngs::StdRng, len: usize| {
-            use rand::Rng;
-            let mut t = 0.0;
-            Array1::from_iter((0..len).map(|_| {
-                t += rng.random_range(0.2..2.0);
-                t
-            }))
-        };
-        let a = common::random_series(&mut rng, n, dims, 1.0);
-        let b = common::random_series(&mut rng, m, dims, 1.0);
-        let (ta, tb) = (times(&mut rng, n), times(&mut rng, m));
-        Pair { a, b, ta, tb }
-    }
-
-    fn series(&self) -> (Series<f64>, Series<f64>) {
-        let view = |x: &Array2<f64>, t: &Array1<f64>| Series {
-            values: x.as_ptr(),
-            times: t.as_ptr(),
-            len: x.nrows(),
-            dims: x.ncols(),
-        };
-        (view(&self.a, &self.ta), view(&self.b, &self.tb))
-    }
-
-    fn oracle(&self, measure: Measure) -> (f64, f64) {
-        let metric = measure.metric();
-        let value = oracle_pair(self.a.view(), &self.ta, self.b.view(), &self.tb, metric);
-        let bound = tolerance::<f64>(self.a.nrows(), self.b.nrows(), self.a.ncols())
-            * error_scale(self.a.view(), self.b.view(), value, metric);
-        (value, bound)
-    }
-}
+use timewarp_kernels::Recurrence;
 
 /// The whole pair in one emulated warp of `N` lanes, `S` columns per lane.
 fn in_warp<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
@@ -173,14 +107,6 @@ fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
     done[0]
 }
 
-fn assert_close(context: &str, got: f64, (expected, bound): (f64, f64)) {
-    assert!(
-        (got - expected).abs() <= bound,
-        "{context}: got {got:e}, oracle {expected:e}, |diff| {:e} > {bound:e}",
-        (got - expected).abs()
-    );
-}
-
 /// Every driver configuration of one measure on one pair.
 fn check_pair<M: Recurrence<f64> + Sync>(params: &M, measure: Measure, pair: &Pair, tiles: bool) {
     let expected = pair.oracle(measure);
@@ -233,18 +159,7 @@ fn measures() -> Vec<Measure> {
 }
 
 fn check_all(measure: Measure, pair: &Pair, tiles: bool) {
-    match measure {
-        Measure::Dtw(band) => {
-            let params = DtwParams {
-                band: band.map_or(DtwParams::NO_BAND, |r| r as u64),
-            };
-            check_pair(&params, measure, pair, tiles)
-        }
-        Measure::SoftDtw(gamma) => check_pair(&SoftDtwParams::new(gamma), measure, pair, tiles),
-        Measure::Twed(nu, lambda, degree) => {
-            check_pair(&TwedParams { nu, lambda, degree }, measure, pair, tiles)
-        }
-    }
+    with_params!(measure, |params| check_pair(&params, measure, pair, tiles))
 }
 
 #[test]
@@ -289,34 +204,11 @@ fn a_full_warp_matches_the_oracle() {
         ] {
             let expected = pair.oracle(measure);
             let context = format!("{measure:?}, {n} x {m}, 32 lanes");
-            let (warp1, warp2, tiled) = match measure {
-                Measure::Dtw(band) => {
-                    let p = DtwParams {
-                        band: band.map_or(DtwParams::NO_BAND, |r| r as u64),
-                    };
-                    (
-                        in_warp::<_, 32, 1>(&p, &pair),
-                        in_warp::<_, 32, 2>(&p, &pair),
-                        in_tiles::<_, 32, 1>(&p, &pair, 16, true),
-                    )
-                }
-                Measure::SoftDtw(gamma) => {
-                    let p = SoftDtwParams::new(gamma);
-                    (
-                        in_warp::<_, 32, 1>(&p, &pair),
-                        in_warp::<_, 32, 2>(&p, &pair),
-                        in_tiles::<_, 32, 1>(&p, &pair, 16, true),
-                    )
-                }
-                Measure::Twed(nu, lambda, degree) => {
-                    let p = TwedParams { nu, lambda, degree };
-                    (
-                        in_warp::<_, 32, 1>(&p, &pair),
-                        in_warp::<_, 32, 2>(&p, &pair),
-                        in_tiles::<_, 32, 1>(&p, &pair, 16, true),
-                    )
-                }
-            };
+            let (warp1, warp2, tiled) = with_params!(measure, |p| (
+                in_warp::<_, 32, 1>(&p, &pair),
+                in_warp::<_, 32, 2>(&p, &pair),
+                in_tiles::<_, 32, 1>(&p, &pair, 16, true)
+            ));
             assert_close(&format!("{context}, 1 column per lane"), warp1, expected);
             assert_close(&format!("{context}, 2 columns per lane"), warp2, expected);
             assert_close(&format!("{context}, tiles 16 x 32"), tiled, expected);

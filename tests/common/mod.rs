@@ -2,6 +2,7 @@
 //! matrix, tolerances, and the GPU gate.
 #![allow(dead_code)]
 
+pub mod driver;
 pub mod emulator;
 pub mod grid;
 
