@@ -166,6 +166,30 @@ fn warp_stripe(measure: &str, precision: &str, columns: usize) -> usize {
         .unwrap_or(stripes[stripes.len() - 1])
 }
 
+/// Lanes of a half warp (`GpuHalfWarp` in the kernels).
+const HALF_LANES: usize = LANES / 2;
+
+/// Columns per lane of the half-warp kernels (two pairs a warp), narrowest
+/// first; none for measures that have none.
+pub fn half_warp_stripes(measure: &str, _precision: &str) -> &'static [usize] {
+    match measure {
+        // DTW's cell is a few instructions, so a step's fixed cost (the
+        // shuffle, the row's sample, the loop) weighs: short series go two
+        // to a warp, with twice the columns a lane and half the steps to
+        // fill the wavefront.
+        "dtw" => &[4, 8],
+        _ => &[],
+    }
+}
+
+/// The narrowest half-warp stripe whose 16 lanes cover `columns`, if any.
+fn half_warp_stripe(measure: &str, precision: &str, columns: usize) -> Option<usize> {
+    half_warp_stripes(measure, precision)
+        .iter()
+        .copied()
+        .find(|&s| HALF_LANES * s >= columns)
+}
+
 /// Every entry point the host may launch, for checking that the embedded
 /// PTX has them all.
 pub fn kernel_names() -> Vec<String> {
@@ -175,6 +199,9 @@ pub fn kernel_names() -> Vec<String> {
             names.push(format!("{measure}_naive_{precision}"));
             for s in warp_stripes(measure, precision) {
                 names.push(format!("{measure}_warp{s}_{precision}"));
+            }
+            for s in half_warp_stripes(measure, precision) {
+                names.push(format!("{measure}_halfwarp{s}_{precision}"));
             }
             for s in tiled_stripes(measure, precision) {
                 names.push(format!("{measure}_tiled{s}_{precision}"));
@@ -388,14 +415,22 @@ impl Gpu {
         let (name, threads_per_pair, workspace_per_pair) = match variant {
             Variant::Naive => (format!("{measure}_naive_{}", T::NAME), 1, 2 * row_len),
             _ => {
-                let stripe = warp_stripe(measure, T::NAME, b_len);
-                let bands = b_len.div_ceil(LANES * stripe);
-                let workspace = if bands > 1 { row_len } else { 0 };
-                (
-                    format!("{measure}_warp{stripe}_{}", T::NAME),
-                    LANES,
-                    workspace,
-                )
+                if let Some(stripe) = half_warp_stripe(measure, T::NAME, b_len) {
+                    (
+                        format!("{measure}_halfwarp{stripe}_{}", T::NAME),
+                        HALF_LANES,
+                        0,
+                    )
+                } else {
+                    let stripe = warp_stripe(measure, T::NAME, b_len);
+                    let bands = b_len.div_ceil(LANES * stripe);
+                    let workspace = if bands > 1 { row_len } else { 0 };
+                    (
+                        format!("{measure}_warp{stripe}_{}", T::NAME),
+                        LANES,
+                        workspace,
+                    )
+                }
             }
         };
         Ok(PairKernel {

@@ -71,16 +71,22 @@ impl Warp for GpuWarp {
     }
 
     #[inline(always)]
-    unsafe fn load_acquire(&self, counter: *const u32) -> u32 {
-        // GPU scope: the default (system) scope of Rust's atomics makes
-        // every release a system-wide memory barrier, thousands of cycles.
+    unsafe fn load_relaxed(&self, counter: *const u32) -> u32 {
         let value: u32;
         core::arch::asm!(
-            "ld.acquire.gpu.global.u32 {value}, [{counter}];",
+            "ld.relaxed.gpu.global.u32 {value}, [{counter}];",
             value = out(reg32) value,
             counter = in(reg64) counter,
         );
         value
+    }
+
+    #[inline(always)]
+    fn fence_acquire(&self) {
+        // GPU scope: the default (system) scope of Rust's atomics makes
+        // every fence a system-wide memory barrier, thousands of cycles.
+        // SAFETY: a fence, no operands.
+        unsafe { core::arch::asm!("fence.acq_rel.gpu;") }
     }
 
     #[inline(always)]
@@ -97,6 +103,53 @@ impl Warp for GpuWarp {
         // Leave the SM's issue slots to the warps doing work meanwhile.
         // SAFETY: only suspends this warp for about that long.
         unsafe { nanosleep(32) }
+    }
+}
+
+/// Half a hardware warp, 16 lanes, as a warp of its own: two pairs of
+/// short series share a warp, each half running the wavefront over 16
+/// lanes, which takes 15 steps to fill instead of 31 and twice the cells
+/// per lane and step for the same width. Exchanges stay inside the half
+/// (a 16-lane shuffle segment) and name only its lanes, so the two halves
+/// may also diverge (pairs of different lengths).
+struct GpuHalfWarp {
+    /// Which half of the warp: 0 or 1.
+    half: u32,
+}
+
+const HALF_LANES: usize = LANES / 2;
+
+impl GpuHalfWarp {
+    #[inline(always)]
+    fn mask(&self) -> u32 {
+        0xffff << (HALF_LANES as u32 * self.half)
+    }
+}
+
+impl Warp for GpuHalfWarp {
+    const LANES: usize = HALF_LANES;
+
+    #[inline(always)]
+    fn lane(&self) -> usize {
+        // SAFETY: reads a special register.
+        unsafe { _thread_idx_x() as usize % HALF_LANES }
+    }
+
+    #[inline(always)]
+    unsafe fn shuffle_up<T: Real>(&self, value: T) -> T {
+        // Segments of 16 lanes ((32 - 16) << 8), clamp 0: the half's lane
+        // 0 keeps its own value.
+        let mask = self.mask();
+        shuffle_words(value, |word| shfl_up_i32(mask, word, 1, 0x1000))
+    }
+
+    #[inline(always)]
+    unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T {
+        // Segments of 16 lanes, `source` counted within the segment.
+        let mask = self.mask();
+        shuffle_words(value, |word| {
+            shfl_idx_i32(mask, word, source as u32, 0x1000 | (HALF_LANES as u32 - 1))
+        })
     }
 }
 
@@ -119,6 +172,18 @@ macro_rules! warp_kernel {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
             launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+        }
+    };
+}
+
+/// One half warp per pair, `$stripe` columns per lane in registers.
+macro_rules! half_warp_kernel {
+    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+            let half_warp = global_thread() / HALF_LANES as u64;
+            let half = (half_warp % 2) as u32;
+            launch.run_pair_in_warp::<GpuHalfWarp, $stripe>(&GpuHalfWarp { half }, half_warp);
         }
     };
 }
@@ -170,6 +235,11 @@ warp_kernel!(twed_warp8_f32, f32, TwedParams<f32>, 8);
 warp_kernel!(twed_warp1_f64, f64, TwedParams<f64>, 1);
 warp_kernel!(twed_warp4_f64, f64, TwedParams<f64>, 4);
 warp_kernel!(twed_warp8_f64, f64, TwedParams<f64>, 8);
+// The stripes instantiated here are the host's `gpu::half_warp_stripes`.
+half_warp_kernel!(dtw_halfwarp4_f32, f32, DtwParams, 4);
+half_warp_kernel!(dtw_halfwarp8_f32, f32, DtwParams, 8);
+half_warp_kernel!(dtw_halfwarp4_f64, f64, DtwParams, 4);
+half_warp_kernel!(dtw_halfwarp8_f64, f64, DtwParams, 8);
 
 // The stripes instantiated here are the host's `gpu::tiled_stripes`.
 tiled_kernel!(dtw_tiled4_f32, f32, DtwParams, 4);

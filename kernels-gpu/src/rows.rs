@@ -84,6 +84,19 @@ pub trait Recurrence<T: Real> {
     /// `1 <= j <= b.len`.
     unsafe fn column(&self, b: &Series<T>, j: usize) -> Self::Column;
 
+    /// Row `i` when `previous` is row `i - 1`: drivers that walk a lane's
+    /// rows in order call this, so a measure whose row repeats what the
+    /// row before loaded (TWED's previous sample) can take it from there.
+    /// With another `previous` the result is not row `i` (drivers then
+    /// never use it) but the call stays in bounds.
+    ///
+    /// # Safety
+    /// `1 <= i <= a.len`; `previous` is a row of `a`.
+    #[inline(always)]
+    unsafe fn next_row(&self, a: &Series<T>, _previous: &Self::Row, i: usize) -> Self::Row {
+        self.row(a, i)
+    }
+
     /// The value of the cell of `row` and `column` from its diagonal, upper
     /// and left neighbours.
     ///

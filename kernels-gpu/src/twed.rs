@@ -136,6 +136,25 @@ impl<T: Real> Recurrence<T> for TwedParams<T> {
     }
 
     #[inline(always)]
+    unsafe fn next_row(&self, a: &Series<T>, previous: &TwedSample<T>, i: usize) -> TwedSample<T> {
+        if a.dims != 1 {
+            return self.sample(a, i);
+        }
+        // Sample `i - 1` is the row before's; only sample `i` is loaded.
+        let (value, time) = (a.value(i - 1, 0), a.time(i - 1));
+        TwedSample {
+            index: i as u32,
+            value,
+            previous_value: previous.value,
+            time,
+            previous_time: previous.time,
+            delete_cost: (value - previous.value).abs()
+                + self.nu * (time - previous.time)
+                + self.lambda,
+        }
+    }
+
+    #[inline(always)]
     unsafe fn cell(
         &self,
         row: &TwedSample<T>,

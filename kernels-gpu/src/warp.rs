@@ -50,14 +50,21 @@ pub trait Warp {
     unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T;
     /// Called in each round of a spin-wait on another warp's progress.
     fn spin(&self) {}
-    /// `*counter`, read with acquire ordering at the scope of the warps
-    /// of a launch: what the writer stored before its release store of
-    /// the value read is visible afterwards.
+    /// `*counter`, read atomically with no ordering (a spin-wait's poll).
     ///
     /// # Safety
     /// `counter` is valid.
-    unsafe fn load_acquire(&self, counter: *const u32) -> u32 {
-        AtomicU32::from_ptr(counter as *mut u32).load(Ordering::Acquire)
+    unsafe fn load_relaxed(&self, counter: *const u32) -> u32 {
+        AtomicU32::from_ptr(counter as *mut u32).load(Ordering::Relaxed)
+    }
+    /// An acquire fence at the scope of the warps of a launch: after a
+    /// relaxed load that read a value stored with release ordering, what
+    /// the writer stored before that store is visible. Polls are relaxed
+    /// and fenced once when they succeed because on the GPU every acquire
+    /// also invalidates the SM's L1 cache, which the other warps' loads
+    /// then miss.
+    fn fence_acquire(&self) {
+        core::sync::atomic::fence(Ordering::Acquire)
     }
     /// `*counter = value` with release ordering at the same scope.
     ///
@@ -170,11 +177,172 @@ const fn ready_rows<W: Warp>() -> usize {
     }
 }
 
-/// Waits until `*ready >= rows` (another warp's progress).
+/// Waits until `*ready >= rows` (another warp's progress), then acquires
+/// what it published.
 #[inline(always)]
 unsafe fn wait_for<W: Warp>(warp: &W, ready: *const u32, rows: usize) {
-    while (warp.load_acquire(ready) as usize) < rows {
+    while (warp.load_relaxed(ready) as usize) < rows {
         warp.spin();
+    }
+    warp.fence_acquire();
+}
+
+/// One lane's part of a block while the wavefront sweeps it (see
+/// [`block_steps`]): its stripe's columns and cells, and what it has
+/// fetched ahead. Counters are 32-bit: a block has fewer than 2^32 rows.
+struct Wavefront<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> {
+    warp: &'a W,
+    measure: &'a M,
+    a: &'a Series<T>,
+    b: &'a Series<T>,
+    block: &'a Block<T>,
+    /// This lane's index, and the one whose rows it follows: lanes past
+    /// the block's last column repeat the last working lane's rows (their
+    /// results are never read), so that every lane's loads stay in range
+    /// when the steps run unchecked.
+    lane: u32,
+    row_lane: u32,
+    working: bool,
+    rows: u32,
+    /// The matrix column of the stripe's first cell.
+    first: usize,
+    columns: [M::Column; S],
+    cells: [T; S],
+    /// The cell diagonally up-left of the next row's first cell.
+    diag: T,
+    /// The row the lane computes next.
+    next_row: M::Row,
+    /// Lane 0's left border: the current chunk (one row a lane), the next.
+    has_left: bool,
+    following: bool,
+    chunk_len: u32,
+    chunk: T,
+    next_chunk: T,
+    banded: bool,
+}
+
+impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M, W, S> {
+    /// Rows `r .. r + chunk_len` (counted from 0) of the left border, one a
+    /// lane: cell `(row0 + 1 + r + lane, col0)`, infinite past the block.
+    /// A border being written while this block runs is waited for first.
+    #[inline(always)]
+    unsafe fn left_chunk(&self, r: u32) -> T {
+        if self.following {
+            wait_for(
+                self.warp,
+                self.block.left_ready,
+                (r + self.chunk_len).min(self.rows) as usize,
+            );
+        }
+        if self.has_left && self.lane < self.chunk_len && r + self.lane < self.rows {
+            *self
+                .block
+                .left
+                .add(self.block.row0 + 1 + (r + self.lane) as usize)
+        } else {
+            T::INFINITY
+        }
+    }
+
+    /// Every step of the block, `lanes_used` lanes working. Lane `l`
+    /// computes row `t - l` at step `t`: while the wavefront fills (`t <
+    /// lanes_used - 1`) and drains (`t >= rows`) some lanes have no row; in
+    /// between every working lane has one, and the steps skip the test.
+    /// `BANDED` is the measure's `banded()`, a constant so that an unbanded
+    /// measure's steps carry no band test.
+    #[inline(always)]
+    unsafe fn sweep<const BANDED: bool>(&mut self, lanes_used: u32) {
+        let rows = self.rows;
+        let steps = rows + lanes_used - 1;
+        let full_from = (lanes_used - 1).min(rows);
+        for t in 0..full_from {
+            self.step::<true, BANDED>(t);
+        }
+        for t in full_from..rows {
+            self.step::<false, BANDED>(t);
+        }
+        for t in rows.max(full_from)..steps {
+            self.step::<true, BANDED>(t);
+        }
+    }
+
+    /// Step `t` of the wavefront: this lane computes row `t - lane` of its
+    /// stripe. `CHECKED` steps test whether the lane has a row at this step;
+    /// unchecked ones are for steps where every working lane has one.
+    #[inline(always)]
+    unsafe fn step<const CHECKED: bool, const BANDED: bool>(&mut self, t: u32) {
+        let warp = self.warp;
+        let from_lane_before = warp.shuffle_up(self.cells[S - 1]);
+        let border = if self.has_left {
+            // chunk_len is a power of two.
+            let in_chunk = t & (self.chunk_len - 1);
+            let border = warp.broadcast(self.chunk, in_chunk as usize);
+            if in_chunk == self.chunk_len - 1 {
+                self.chunk = self.next_chunk;
+                self.next_chunk = self.left_chunk(t + 1 + self.chunk_len);
+            }
+            border
+        } else {
+            T::INFINITY
+        };
+        let left = if self.lane == 0 {
+            border
+        } else {
+            from_lane_before
+        };
+        // The row of this step, counted from 0; wraps for lanes not started.
+        let r = t.wrapping_sub(self.row_lane);
+        if CHECKED && !(self.working && r < self.rows) {
+            return;
+        }
+        let block = self.block;
+        let i = block.row0 + 1 + r as usize;
+        let row = self.next_row;
+        // The last row's successor is never used: fetch the last row again
+        // (unconditionally, which spares the moves of a conditional).
+        let next = block.row0 + 1 + (r + 1).min(self.rows - 1) as usize;
+        self.next_row = self.measure.next_row(self.a, &row, next);
+        let neighbours = Neighbours {
+            diag: self.diag,
+            up: T::INFINITY,
+            left,
+        };
+        if BANDED {
+            let (lo, hi) = self.measure.columns(i, self.a.len, self.b.len);
+            let first = self.first;
+            stripe_row(
+                self.measure,
+                self.a,
+                self.b,
+                &row,
+                &self.columns,
+                &mut self.cells,
+                neighbours,
+                |k| (lo..=hi).contains(&(first + k)),
+            );
+        } else {
+            stripe_row(
+                self.measure,
+                self.a,
+                self.b,
+                &row,
+                &self.columns,
+                &mut self.cells,
+                neighbours,
+                |_| true,
+            );
+        }
+        self.diag = left;
+        if !block.right.is_null() && self.lane as usize == W::LANES - 1 {
+            *block.right.add(i) = self.cells[S - 1];
+            if !block.right_ready.is_null()
+                && ((r + 1) % ready_rows::<W>() as u32 == 0 || r + 1 == self.rows)
+            {
+                // Release: the rows stored above are visible to whoever
+                // reads this count with acquire ordering.
+                warp.store_release(block.right_ready, r + 1);
+            }
+        }
     }
 }
 
@@ -186,15 +354,13 @@ unsafe fn block_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     b: &Series<T>,
     block: &Block<T>,
 ) -> T {
-    let lane = warp.lane();
-    let (n, m) = (a.len, b.len);
+    let lane = warp.lane() as u32;
     let last_column = block.col0 + block.cols;
-    let lanes_used = block.cols.div_ceil(S);
-    let working = lane < lanes_used;
-    // The column of this lane's first cell. Lanes past the block's last
-    // column compute copies of it, which nobody reads; clamping keeps their
-    // loads in bounds.
-    let first = block.col0 + lane * S + 1;
+    let lanes_used = block.cols.div_ceil(S) as u32;
+    // Lanes past the block's last column compute copies of its last
+    // column and rows, which nobody reads; clamping keeps their loads in
+    // bounds.
+    let first = block.col0 + lane as usize * S + 1;
     let clamp = |j: usize| if j < last_column { j } else { last_column };
     let top = |j: usize| {
         if block.top.is_null() {
@@ -203,103 +369,54 @@ unsafe fn block_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
             *block.top.add(j)
         }
     };
-    let has_left = !block.left.is_null();
     // A left border being written while this block runs comes in chunks
-    // of `READY_ROWS` rows (the rows the warp to the left publishes at a
+    // of `ready_rows` rows (the rows the warp to the left publishes at a
     // time), so that this warp runs close behind it; a finished one in
     // chunks of a row a lane. Either way one chunk ahead, to hide the loads.
     let following = !block.left_ready.is_null();
-    let chunk_len = if following {
-        ready_rows::<W>()
-    } else {
-        W::LANES
-    };
-    // Rows `r .. r + chunk_len` (counted from 0) of the left border, one a
-    // lane: cell `(row0 + 1 + r + lane, col0)`, infinite past the block.
-    let left_chunk = |r: usize| {
-        if following {
-            wait_for(warp, block.left_ready, (r + chunk_len).min(block.rows));
-        }
-        if has_left && lane < chunk_len && r + lane < block.rows {
-            *block.left.add(block.row0 + 1 + r + lane)
+    let mut wave = Wavefront::<T, M, W, S> {
+        warp,
+        measure,
+        a,
+        b,
+        block,
+        lane,
+        row_lane: lane.min(lanes_used - 1),
+        working: lane < lanes_used,
+        rows: block.rows as u32,
+        first,
+        columns: from_fn(|k| measure.column(b, clamp(first + k))),
+        cells: from_fn(|k| top(clamp(first + k))),
+        diag: if lane == 0 {
+            block.corner
         } else {
-            T::INFINITY
-        }
-    };
-
-    let columns: [M::Column; S] = from_fn(|k| measure.column(b, clamp(first + k)));
-    let mut cells: [T; S] = from_fn(|k| top(clamp(first + k)));
-    // The cell diagonally up-left of the next row's first cell.
-    let mut diag = if lane == 0 {
-        block.corner
-    } else {
-        top(clamp(first - 1))
-    };
-    // Lane 0's left border, 32 rows a chunk, one chunk ahead.
-    let mut chunk = left_chunk(0);
-    let mut next_chunk = left_chunk(chunk_len);
-    let mut next_row = measure.row(a, block.row0 + 1);
-
-    let banded = measure.banded();
-    let steps = block.rows + lanes_used - 1;
-    for t in 0..steps {
-        let from_lane_before = warp.shuffle_up(cells[S - 1]);
-        // chunk_len is a power of two.
-        let in_chunk = t & (chunk_len - 1);
-        let border = if has_left {
-            warp.broadcast(chunk, in_chunk)
+            top(clamp(first - 1))
+        },
+        next_row: measure.row(a, block.row0 + 1),
+        has_left: !block.left.is_null(),
+        following,
+        chunk_len: if following {
+            ready_rows::<W>() as u32
         } else {
-            T::INFINITY
-        };
-        if has_left && in_chunk == chunk_len - 1 {
-            chunk = next_chunk;
-            next_chunk = left_chunk(t + 1 + chunk_len);
-        }
-        let left = if lane == 0 { border } else { from_lane_before };
-        // The row of this step, counted from 0; wraps for lanes not started.
-        let r = t.wrapping_sub(lane);
-        if working && r < block.rows {
-            let i = block.row0 + 1 + r;
-            let row = next_row;
-            if r + 1 < block.rows {
-                next_row = measure.row(a, i + 1);
-            }
-            let neighbours = Neighbours {
-                diag,
-                up: T::INFINITY,
-                left,
-            };
-            if banded {
-                let (lo, hi) = measure.columns(i, n, m);
-                stripe_row(measure, a, b, &row, &columns, &mut cells, neighbours, |k| {
-                    (lo..=hi).contains(&(first + k))
-                });
-            } else {
-                stripe_row(
-                    measure,
-                    a,
-                    b,
-                    &row,
-                    &columns,
-                    &mut cells,
-                    neighbours,
-                    |_| true,
-                );
-            }
-            diag = left;
-            if !block.right.is_null() && lane == W::LANES - 1 {
-                *block.right.add(i) = cells[S - 1];
-                if !block.right_ready.is_null() && ((r + 1) % W::LANES == 0 || r + 1 == block.rows)
-                {
-                    // Release: the rows stored above are visible to whoever
-                    // reads this count with acquire ordering.
-                    warp.store_release(block.right_ready, (r + 1) as u32);
-                }
-            }
-        }
+            W::LANES as u32
+        },
+        chunk: T::INFINITY,
+        next_chunk: T::INFINITY,
+        banded: measure.banded(),
+    };
+    if wave.has_left {
+        wave.chunk = wave.left_chunk(0);
+        wave.next_chunk = wave.left_chunk(wave.chunk_len);
     }
 
-    if !block.bottom.is_null() && working {
+    if wave.banded {
+        wave.sweep::<true>(lanes_used);
+    } else {
+        wave.sweep::<false>(lanes_used);
+    }
+
+    let cells = wave.cells;
+    if !block.bottom.is_null() && wave.working {
         for (k, &cell) in cells.iter().enumerate() {
             if first + k <= last_column {
                 *block.bottom.add(first + k) = cell;
