@@ -1116,7 +1116,8 @@ impl Gpu {
         budget: usize,
     ) -> Result<Array2<T>> {
         let other = b.unwrap_or(a);
-        let kernel = self.pair_kernel::<T>(measure, variant, a.max_len(), other.max_len())?;
+        let kernel =
+            self.pair_kernel::<T>(measure, variant, a.max_len(), other.max_len(), a.dims())?;
         let caps = Caps::new(budget, size_of::<T>());
         let plan = streamed_plan(a, b, &caps);
         let longest = a.max_len().max(other.max_len());
@@ -1183,8 +1184,13 @@ impl Gpu {
         let _one_at_a_time = self.busy.lock().unwrap_or_else(|p| p.into_inner());
         self.context.bind_to_thread().map_err(gpu_error)?;
         let budget = memory_budget_or_free(memory_budget)?;
-        let kernel =
-            self.pair_kernel::<T>(measure, variant, queries.max_len(), database.max_len())?;
+        let kernel = self.pair_kernel::<T>(
+            measure,
+            variant,
+            queries.max_len(),
+            database.max_len(),
+            queries.dims(),
+        )?;
         let caps = Caps::new(budget, size_of::<T>());
         let plan = resident_plan(queries, database.len(), &caps);
         let longest = queries.max_len().max(database.max_len());

@@ -2,7 +2,7 @@
 //! (pipelined column bands in one launch, or square tiles an anti-diagonal
 //! per launch). Device memory is linear in the lengths.
 
-use super::{gpu_error, poison, tiled_stripes, Gpu, Variant, THREADS_PER_BLOCK};
+use super::{entry_name, gpu_error, poison, tiled_stripes, Gpu, Variant, THREADS_PER_BLOCK};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;
@@ -93,7 +93,8 @@ impl Gpu {
         let stripe = tiled_stripe(measure, T::NAME, m);
         let bands = m.div_ceil(LANES * stripe);
         check_fits(n, m, pair_bytes(a, b, 2 * (n + 1), bands + 1), budget)?;
-        let function = self.function(&format!("{measure}_tiled{stripe}_{}", T::NAME))?;
+        let kernel = format!("tiled{stripe}");
+        let function = self.function(&entry_name(measure, &kernel, a.dims(), T::NAME))?;
         let stream = &self.stream;
         let (a_set, b_set) = (self.upload(a)?, self.upload(b)?);
         let borders = stream.alloc_zeros::<T>(2 * (n + 1)).map_err(gpu_error)?;

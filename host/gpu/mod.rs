@@ -190,6 +190,18 @@ fn half_warp_stripe(measure: &str, precision: &str, columns: usize) -> Option<us
         .find(|&s| HALF_LANES * s >= columns)
 }
 
+/// The entry point `{measure}_{kernel}_{precision}`, or its univariate
+/// twin `{measure}_{kernel}_1d_{precision}` for series of one dimension
+/// (the warp, half-warp and tiled kernels have one: the same driver with
+/// its multivariate path folded away, which takes many registers).
+fn entry_name(measure: &str, kernel: &str, dims: usize, precision: &str) -> String {
+    if dims == 1 {
+        format!("{measure}_{kernel}_1d_{precision}")
+    } else {
+        format!("{measure}_{kernel}_{precision}")
+    }
+}
+
 /// Every entry point the host may launch, for checking that the embedded
 /// PTX has them all.
 pub fn kernel_names() -> Vec<String> {
@@ -197,14 +209,16 @@ pub fn kernel_names() -> Vec<String> {
     for measure in ["dtw", "soft_dtw", "twed"] {
         for precision in ["f32", "f64"] {
             names.push(format!("{measure}_naive_{precision}"));
+            let twins =
+                |kernel: String| [1, 2].map(|dims| entry_name(measure, &kernel, dims, precision));
             for s in warp_stripes(measure, precision) {
-                names.push(format!("{measure}_warp{s}_{precision}"));
+                names.extend(twins(format!("warp{s}")));
             }
             for s in half_warp_stripes(measure, precision) {
-                names.push(format!("{measure}_halfwarp{s}_{precision}"));
+                names.extend(twins(format!("halfwarp{s}")));
             }
             for s in tiled_stripes(measure, precision) {
-                names.push(format!("{measure}_tiled{s}_{precision}"));
+                names.extend(twins(format!("tiled{s}")));
                 names.push(format!("{measure}_tiled_launches{s}_{precision}"));
             }
             names.push(format!("{measure}_diagonal_{precision}"));
@@ -398,13 +412,14 @@ impl Gpu {
     }
 
     /// The naive or warp kernel for pairs of series up to `a_len` and
-    /// `b_len` samples, and how to launch it.
+    /// `b_len` samples of `dims` dimensions, and how to launch it.
     fn pair_kernel<T: Float>(
         &self,
         measure: &str,
         variant: Variant,
         a_len: usize,
         b_len: usize,
+        dims: usize,
     ) -> Result<PairKernel> {
         let row_len = a_len.max(b_len) + 1;
         match variant {
@@ -417,7 +432,7 @@ impl Gpu {
             _ => {
                 if let Some(stripe) = half_warp_stripe(measure, T::NAME, b_len) {
                     (
-                        format!("{measure}_halfwarp{stripe}_{}", T::NAME),
+                        entry_name(measure, &format!("halfwarp{stripe}"), dims, T::NAME),
                         HALF_LANES,
                         0,
                     )
@@ -426,7 +441,7 @@ impl Gpu {
                     let bands = b_len.div_ceil(LANES * stripe);
                     let workspace = if bands > 1 { row_len } else { 0 };
                     (
-                        format!("{measure}_warp{stripe}_{}", T::NAME),
+                        entry_name(measure, &format!("warp{stripe}"), dims, T::NAME),
                         LANES,
                         workspace,
                     )

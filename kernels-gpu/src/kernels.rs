@@ -166,11 +166,29 @@ macro_rules! naive_kernel {
     };
 }
 
-/// One warp per pair, `$stripe` columns per lane in registers.
+/// Launch parameters for a kernel's univariate twin (`_1d`): both sets'
+/// `dims` become the constant 1, so the drivers' multivariate paths fold
+/// away, and with them the registers they hold, which otherwise set the
+/// whole kernel's register count (and so how many warps fit an SM).
+macro_rules! univariate {
+    ($launch:ident) => {
+        let mut $launch = $launch;
+        $launch.a.dims = 1;
+        $launch.b.dims = 1;
+    };
+}
+
+/// One warp per pair, `$stripe` columns per lane in registers; `$name_1d`
+/// for univariate series.
 macro_rules! warp_kernel {
-    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+    ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+        }
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name_1d(launch: PairsLaunch<$t, $params>) {
+            univariate!(launch);
             launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
         }
     };
@@ -178,9 +196,16 @@ macro_rules! warp_kernel {
 
 /// One half warp per pair, `$stripe` columns per lane in registers.
 macro_rules! half_warp_kernel {
-    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+    ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+            let half_warp = global_thread() / HALF_LANES as u64;
+            let half = (half_warp % 2) as u32;
+            launch.run_pair_in_warp::<GpuHalfWarp, $stripe>(&GpuHalfWarp { half }, half_warp);
+        }
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name_1d(launch: PairsLaunch<$t, $params>) {
+            univariate!(launch);
             let half_warp = global_thread() / HALF_LANES as u64;
             let half = (half_warp % 2) as u32;
             launch.run_pair_in_warp::<GpuHalfWarp, $stripe>(&GpuHalfWarp { half }, half_warp);
@@ -191,9 +216,14 @@ macro_rules! half_warp_kernel {
 /// A long pair: every warp of the launch takes column bands and runs right
 /// behind the band to its left; `$stripe` columns per lane.
 macro_rules! tiled_kernel {
-    ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
+    ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: PipelineLaunch<$t, $params>) {
+            launch.run::<GpuWarp, $stripe>(&GpuWarp);
+        }
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name_1d(launch: PipelineLaunch<$t, $params>) {
+            univariate!(launch);
             launch.run::<GpuWarp, $stripe>(&GpuWarp);
         }
     };
@@ -219,39 +249,75 @@ naive_kernel!(twed_naive_f64, f64, TwedParams<f64>);
 
 // The stripes instantiated here are the host's `gpu::WARP_STRIPES`; the
 // widest of each list is the widest whose registers do not spill.
-warp_kernel!(dtw_warp1_f32, f32, DtwParams, 1);
-warp_kernel!(dtw_warp4_f32, f32, DtwParams, 4);
-warp_kernel!(dtw_warp16_f32, f32, DtwParams, 16);
-warp_kernel!(dtw_warp1_f64, f64, DtwParams, 1);
-warp_kernel!(dtw_warp4_f64, f64, DtwParams, 4);
-warp_kernel!(dtw_warp16_f64, f64, DtwParams, 16);
-warp_kernel!(soft_dtw_warp1_f32, f32, SoftDtwParams<f32>, 1);
-warp_kernel!(soft_dtw_warp4_f32, f32, SoftDtwParams<f32>, 4);
-warp_kernel!(soft_dtw_warp1_f64, f64, SoftDtwParams<f64>, 1);
-warp_kernel!(soft_dtw_warp4_f64, f64, SoftDtwParams<f64>, 4);
-warp_kernel!(twed_warp1_f32, f32, TwedParams<f32>, 1);
-warp_kernel!(twed_warp4_f32, f32, TwedParams<f32>, 4);
-warp_kernel!(twed_warp8_f32, f32, TwedParams<f32>, 8);
-warp_kernel!(twed_warp1_f64, f64, TwedParams<f64>, 1);
-warp_kernel!(twed_warp4_f64, f64, TwedParams<f64>, 4);
-warp_kernel!(twed_warp8_f64, f64, TwedParams<f64>, 8);
+warp_kernel!(dtw_warp1_f32, dtw_warp1_1d_f32, f32, DtwParams, 1);
+warp_kernel!(dtw_warp4_f32, dtw_warp4_1d_f32, f32, DtwParams, 4);
+warp_kernel!(dtw_warp16_f32, dtw_warp16_1d_f32, f32, DtwParams, 16);
+warp_kernel!(dtw_warp1_f64, dtw_warp1_1d_f64, f64, DtwParams, 1);
+warp_kernel!(dtw_warp4_f64, dtw_warp4_1d_f64, f64, DtwParams, 4);
+warp_kernel!(dtw_warp16_f64, dtw_warp16_1d_f64, f64, DtwParams, 16);
+warp_kernel!(
+    soft_dtw_warp1_f32,
+    soft_dtw_warp1_1d_f32,
+    f32,
+    SoftDtwParams<f32>,
+    1
+);
+warp_kernel!(
+    soft_dtw_warp4_f32,
+    soft_dtw_warp4_1d_f32,
+    f32,
+    SoftDtwParams<f32>,
+    4
+);
+warp_kernel!(
+    soft_dtw_warp1_f64,
+    soft_dtw_warp1_1d_f64,
+    f64,
+    SoftDtwParams<f64>,
+    1
+);
+warp_kernel!(
+    soft_dtw_warp4_f64,
+    soft_dtw_warp4_1d_f64,
+    f64,
+    SoftDtwParams<f64>,
+    4
+);
+warp_kernel!(twed_warp1_f32, twed_warp1_1d_f32, f32, TwedParams<f32>, 1);
+warp_kernel!(twed_warp4_f32, twed_warp4_1d_f32, f32, TwedParams<f32>, 4);
+warp_kernel!(twed_warp8_f32, twed_warp8_1d_f32, f32, TwedParams<f32>, 8);
+warp_kernel!(twed_warp1_f64, twed_warp1_1d_f64, f64, TwedParams<f64>, 1);
+warp_kernel!(twed_warp4_f64, twed_warp4_1d_f64, f64, TwedParams<f64>, 4);
+warp_kernel!(twed_warp8_f64, twed_warp8_1d_f64, f64, TwedParams<f64>, 8);
 // The stripes instantiated here are the host's `gpu::half_warp_stripes`.
-half_warp_kernel!(dtw_halfwarp4_f32, f32, DtwParams, 4);
-half_warp_kernel!(dtw_halfwarp8_f32, f32, DtwParams, 8);
-half_warp_kernel!(dtw_halfwarp4_f64, f64, DtwParams, 4);
-half_warp_kernel!(dtw_halfwarp8_f64, f64, DtwParams, 8);
+half_warp_kernel!(dtw_halfwarp4_f32, dtw_halfwarp4_1d_f32, f32, DtwParams, 4);
+half_warp_kernel!(dtw_halfwarp8_f32, dtw_halfwarp8_1d_f32, f32, DtwParams, 8);
+half_warp_kernel!(dtw_halfwarp4_f64, dtw_halfwarp4_1d_f64, f64, DtwParams, 4);
+half_warp_kernel!(dtw_halfwarp8_f64, dtw_halfwarp8_1d_f64, f64, DtwParams, 8);
 
 // The stripes instantiated here are the host's `gpu::tiled_stripes`.
-tiled_kernel!(dtw_tiled4_f32, f32, DtwParams, 4);
-tiled_kernel!(dtw_tiled16_f32, f32, DtwParams, 16);
-tiled_kernel!(dtw_tiled4_f64, f64, DtwParams, 4);
-tiled_kernel!(dtw_tiled16_f64, f64, DtwParams, 16);
-tiled_kernel!(soft_dtw_tiled4_f32, f32, SoftDtwParams<f32>, 4);
-tiled_kernel!(soft_dtw_tiled4_f64, f64, SoftDtwParams<f64>, 4);
-tiled_kernel!(twed_tiled4_f32, f32, TwedParams<f32>, 4);
-tiled_kernel!(twed_tiled8_f32, f32, TwedParams<f32>, 8);
-tiled_kernel!(twed_tiled4_f64, f64, TwedParams<f64>, 4);
-tiled_kernel!(twed_tiled8_f64, f64, TwedParams<f64>, 8);
+tiled_kernel!(dtw_tiled4_f32, dtw_tiled4_1d_f32, f32, DtwParams, 4);
+tiled_kernel!(dtw_tiled16_f32, dtw_tiled16_1d_f32, f32, DtwParams, 16);
+tiled_kernel!(dtw_tiled4_f64, dtw_tiled4_1d_f64, f64, DtwParams, 4);
+tiled_kernel!(dtw_tiled16_f64, dtw_tiled16_1d_f64, f64, DtwParams, 16);
+tiled_kernel!(
+    soft_dtw_tiled4_f32,
+    soft_dtw_tiled4_1d_f32,
+    f32,
+    SoftDtwParams<f32>,
+    4
+);
+tiled_kernel!(
+    soft_dtw_tiled4_f64,
+    soft_dtw_tiled4_1d_f64,
+    f64,
+    SoftDtwParams<f64>,
+    4
+);
+tiled_kernel!(twed_tiled4_f32, twed_tiled4_1d_f32, f32, TwedParams<f32>, 4);
+tiled_kernel!(twed_tiled8_f32, twed_tiled8_1d_f32, f32, TwedParams<f32>, 8);
+tiled_kernel!(twed_tiled4_f64, twed_tiled4_1d_f64, f64, TwedParams<f64>, 4);
+tiled_kernel!(twed_tiled8_f64, twed_tiled8_1d_f64, f64, TwedParams<f64>, 8);
 tiled_launches_kernel!(dtw_tiled_launches4_f32, f32, DtwParams, 4);
 tiled_launches_kernel!(dtw_tiled_launches16_f32, f32, DtwParams, 16);
 tiled_launches_kernel!(dtw_tiled_launches4_f64, f64, DtwParams, 4);

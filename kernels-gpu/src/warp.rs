@@ -255,14 +255,20 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
         let rows = self.rows;
         let steps = rows + lanes_used - 1;
         let full_from = (lanes_used - 1).min(rows);
-        for t in 0..full_from {
+        // One copy of the checked step serves both the fill and the drain.
+        let mut t = 0;
+        while t < steps {
+            if t == full_from {
+                while t < rows {
+                    self.step::<false, BANDED>(t);
+                    t += 1;
+                }
+                if t == steps {
+                    break;
+                }
+            }
             self.step::<true, BANDED>(t);
-        }
-        for t in full_from..rows {
-            self.step::<false, BANDED>(t);
-        }
-        for t in rows.max(full_from)..steps {
-            self.step::<true, BANDED>(t);
+            t += 1;
         }
     }
 
