@@ -142,7 +142,8 @@ pub fn warp_stripes(measure: &str, precision: &str) -> &'static [usize] {
         // Soft-DTW's cells wait on their exp and ln: wider stripes add
         // registers and code, not speed.
         ("soft_dtw", _) => &[1, 4],
-        _ => &[1, 4, 16],
+        // DTW's series of up to 64 samples take the half warp (`half_warp_stripes`).
+        _ => &[4, 16],
     }
 }
 

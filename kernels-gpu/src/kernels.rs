@@ -247,12 +247,10 @@ naive_kernel!(soft_dtw_naive_f64, f64, SoftDtwParams<f64>);
 naive_kernel!(twed_naive_f32, f32, TwedParams<f32>);
 naive_kernel!(twed_naive_f64, f64, TwedParams<f64>);
 
-// The stripes instantiated here are the host's `gpu::WARP_STRIPES`; the
+// The stripes instantiated here are the host's `gpu::warp_stripes`; the
 // widest of each list is the widest whose registers do not spill.
-warp_kernel!(dtw_warp1_f32, dtw_warp1_1d_f32, f32, DtwParams, 1);
 warp_kernel!(dtw_warp4_f32, dtw_warp4_1d_f32, f32, DtwParams, 4);
 warp_kernel!(dtw_warp16_f32, dtw_warp16_1d_f32, f32, DtwParams, 16);
-warp_kernel!(dtw_warp1_f64, dtw_warp1_1d_f64, f64, DtwParams, 1);
 warp_kernel!(dtw_warp4_f64, dtw_warp4_1d_f64, f64, DtwParams, 4);
 warp_kernel!(dtw_warp16_f64, dtw_warp16_1d_f64, f64, DtwParams, 16);
 warp_kernel!(
