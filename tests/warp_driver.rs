@@ -215,3 +215,20 @@ fn a_full_warp_matches_the_oracle() {
         }
     }
 }
+
+#[test]
+fn banded_pairs_skip_rows_outside_the_band_and_match_the_oracle() {
+    // Many column bands (4 lanes of 1 or 2 columns) whose rows the band
+    // limits, so the blocks start and end at different rows: each takes
+    // its corner and its left border's rows from the band before, and
+    // reads as infinite the rows that band never computed.
+    for (k, &(n, m)) in [(61, 47), (47, 61), (64, 64), (9, 40), (40, 9)]
+        .iter()
+        .enumerate()
+    {
+        let pair = Pair::random(500 + k as u64, n, m, 1);
+        for radius in [0, 1, 5, 100] {
+            check_all(Measure::Dtw(Some(radius)), &pair, true);
+        }
+    }
+}

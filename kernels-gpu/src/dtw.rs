@@ -32,6 +32,18 @@ pub fn band_columns(i: usize, n: usize, m: usize, radius: usize) -> (usize, usiz
     (lo, hi)
 }
 
+/// The rows `lo..=hi` (1-based) whose band of radius `radius` (as
+/// [`band_columns`]) meets one of the 1-based columns `first..=last`:
+/// column `j` is in row `i`'s band when `j - above <= i <= j + below`.
+#[inline(always)]
+pub fn band_rows(first: usize, last: usize, n: usize, m: usize, radius: usize) -> (usize, usize) {
+    let below = radius + n.saturating_sub(m);
+    let above = radius + m.saturating_sub(n);
+    let lo = if first > above + 1 { first - above } else { 1 };
+    let hi = if last + below < n { last + below } else { n };
+    (lo, hi)
+}
+
 /// The DTW cell update.
 #[inline(always)]
 pub fn dtw_cell<T: Real>(cost: T, diag: T, up: T, left: T) -> T {
@@ -53,6 +65,15 @@ impl<T: Real> Recurrence<T> for DtwParams {
             (1, m)
         } else {
             band_columns(i, n, m, self.band as usize)
+        }
+    }
+
+    #[inline(always)]
+    fn rows(&self, first: usize, last: usize, n: usize, m: usize) -> (usize, usize) {
+        if self.band == Self::NO_BAND {
+            (1, n)
+        } else {
+            band_rows(first, last, n, m, self.band as usize)
         }
     }
 

@@ -76,6 +76,16 @@ pub trait Recurrence<T: Real> {
         (1, m)
     }
 
+    /// The rows `lo..=hi` that allow at least one of the columns
+    /// `first..=last` (`1 <= first <= last <= m`): the band read along the
+    /// columns, so that drivers working on a range of columns can skip
+    /// the rows where it is wholly outside. Non-empty, and both ends never
+    /// shrink as the columns move right. The default is every row.
+    #[inline(always)]
+    fn rows(&self, _first: usize, _last: usize, n: usize, _m: usize) -> (usize, usize) {
+        (1, n)
+    }
+
     /// # Safety
     /// `1 <= i <= a.len`.
     unsafe fn row(&self, a: &Series<T>, i: usize) -> Self::Row;

@@ -2,7 +2,7 @@
 //! soft minimum `-gamma * ln(sum(exp(-x / gamma)))`, squared Euclidean cost,
 //! optional Sakoe-Chiba band; and its derivatives for the backward pass.
 
-use crate::dtw::band_columns;
+use crate::dtw::{band_columns, band_rows};
 use crate::{Differentiable, Neighbours, Real, Recurrence, Sample, Series};
 
 /// Soft-DTW parameters as the kernels receive them.
@@ -85,6 +85,15 @@ impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
             (1, m)
         } else {
             band_columns(i, n, m, self.band as usize)
+        }
+    }
+
+    #[inline(always)]
+    fn rows(&self, first: usize, last: usize, n: usize, m: usize) -> (usize, usize) {
+        if self.band == Self::NO_BAND {
+            (1, n)
+        } else {
+            band_rows(first, last, n, m, self.band as usize)
         }
     }
 

@@ -97,9 +97,12 @@ pub struct Block<T> {
     /// `top[j]` is cell `(row0, j)` for the block's columns; null for the
     /// matrix's row 0 (infinite).
     pub top: *const T,
-    /// `left[i]` is cell `(i, col0)` for the block's rows; null for the
-    /// matrix's column 0 (infinite).
+    /// `left[i]` is cell `(i, col0)` for the block's rows up to
+    /// `left_end`; null for the matrix's column 0 (infinite).
     pub left: *const T,
+    /// The last row of `left` that holds a value: the cells of the rows
+    /// below it are infinite (outside the measure's band) and not read.
+    pub left_end: usize,
     /// If not null, cell `(row0 + rows, j)` is written to `bottom[j]` for
     /// the block's columns.
     pub bottom: *mut T,
@@ -108,12 +111,13 @@ pub struct Block<T> {
     /// is read long before it is written.
     pub right: *mut T,
     /// If not null, the left border is being written while this block runs:
-    /// its rows `row0 + 1 ..= row0 + *left_ready` are complete. The block
-    /// waits for each chunk of rows before it reads them.
+    /// its rows up to `*left_ready` (a row number of the matrix) are
+    /// complete. The block waits for each chunk of rows before it reads
+    /// them.
     pub left_ready: *const u32,
     /// If not null, after every few rows (and the last) of the right border
-    /// are written, the count of rows written so far is stored here (with
-    /// release ordering) for the block to the right.
+    /// are written, the matrix row of the last one written is stored here
+    /// (with release ordering) for the block to the right.
     pub right_ready: *mut u32,
 }
 
@@ -130,6 +134,7 @@ impl<T: Real> Block<T> {
             corner: T::ZERO,
             top: null(),
             left: null(),
+            left_end: usize::MAX,
             bottom: null_mut(),
             right: null_mut(),
             left_ready: null(),
@@ -227,18 +232,18 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
     /// A border being written while this block runs is waited for first.
     #[inline(always)]
     unsafe fn left_chunk(&self, r: u32) -> T {
+        let block = self.block;
         if self.following {
-            wait_for(
-                self.warp,
-                self.block.left_ready,
-                (r + self.chunk_len).min(self.rows) as usize,
-            );
+            let needed = block.row0 + (r + self.chunk_len).min(self.rows) as usize;
+            wait_for(self.warp, block.left_ready, needed.min(block.left_end));
         }
-        if self.has_left && self.lane < self.chunk_len && r + self.lane < self.rows {
-            *self
-                .block
-                .left
-                .add(self.block.row0 + 1 + (r + self.lane) as usize)
+        let row = block.row0 + 1 + (r + self.lane) as usize;
+        if self.has_left
+            && self.lane < self.chunk_len
+            && r + self.lane < self.rows
+            && row <= block.left_end
+        {
+            *block.left.add(row)
         } else {
             T::INFINITY
         }
@@ -355,7 +360,7 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             {
                 // Release: the rows stored above are visible to whoever
                 // reads this count with acquire ordering.
-                warp.store_release(block.right_ready, r + 1);
+                warp.store_release(block.right_ready, i as u32);
             }
         }
     }
@@ -493,18 +498,82 @@ pub unsafe fn warp_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     let width = W::LANES * S;
     let bands = b.len.div_ceil(width);
     let mut value = T::INFINITY;
+    let mut left_end = 0;
     for band in 0..bands {
-        let col0 = band * width;
+        let block = band_block(measure, a, b, band, width, left_end);
+        let corner = match band {
+            0 => block.corner,
+            _ => band_corner(measure, a, b, &block, border),
+        };
         let block = Block {
-            col0,
-            corner: if band == 0 { T::ZERO } else { T::INFINITY },
+            corner,
             left: if band == 0 { null() } else { border },
             right: if band + 1 < bands { border } else { null_mut() },
-            ..Block::top_left(a.len, width.min(b.len - col0))
+            ..block
         };
         value = warp_block::<T, M, W, S>(warp, measure, a, b, &block);
+        left_end = block.row0 + block.rows;
     }
     value
+}
+
+/// Column band `band` (`width` columns, the last one narrower) of the `a.len
+/// x b.len` matrix as a block of the rows the measure allows in its columns
+/// (all of them without a band: a band's cells outside are never
+/// computed), with no borders in memory yet; `left_end` is the last row of
+/// the band to its left. Its top row is outside the band (infinite); its
+/// corner is the matrix's `(0, 0)` for the first band and left to
+/// [`band_corner`] for the others.
+#[inline(always)]
+fn band_block<T: Real, M: Recurrence<T>>(
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    band: usize,
+    width: usize,
+    left_end: usize,
+) -> Block<T> {
+    let col0 = band * width;
+    let cols = width.min(b.len - col0);
+    let (first, last) = measure.rows(col0 + 1, col0 + cols, a.len, b.len);
+    Block {
+        row0: first - 1,
+        rows: last - first + 1,
+        col0,
+        cols,
+        corner: if first == 1 && band == 0 {
+            T::ZERO
+        } else {
+            T::INFINITY
+        },
+        left_end,
+        ..Block::top_left(1, 1)
+    }
+}
+
+/// Cell `(row0, col0)` of a band's block: from the border the band to its
+/// left wrote, if the measure allows it; infinite otherwise (and on the
+/// matrix's top row), where the border holds no value of this pair.
+///
+/// # Safety
+/// `border` holds the left band's column for its rows, which are done.
+#[inline(always)]
+unsafe fn band_corner<T: Real, M: Recurrence<T>>(
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    block: &Block<T>,
+    border: *const T,
+) -> T {
+    if block.row0 == 0 {
+        return T::INFINITY;
+    }
+    let (lo, hi) = measure.columns(block.row0, a.len, b.len);
+    if (lo..=hi).contains(&block.col0) && block.row0 <= block.left_end {
+        *border.add(block.row0)
+    } else {
+        T::INFINITY
+    }
 }
 
 /// The borders between the tiles of one long pair, in device memory
@@ -581,6 +650,7 @@ pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         corner,
         top: grid.rows,
         left: grid.cols,
+        left_end: usize::MAX,
         bottom: grid.rows,
         right: if last_col { null_mut() } else { grid.cols },
         left_ready: null(),
@@ -641,12 +711,25 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
         if band >= bands {
             return value;
         }
-        let col0 = band * width;
         let first = band == 0;
         let last = band + 1 == bands;
+        let left_end = if first {
+            0
+        } else {
+            let previous = band_block(measure, a, b, band - 1, width, 0);
+            previous.row0 + previous.rows
+        };
+        let block = band_block(measure, a, b, band, width, left_end);
+        let corner = if first {
+            block.corner
+        } else {
+            // The corner is a row of the left band's border: wait for it.
+            let ready = pipeline.ready.add(band - 1);
+            wait_for(warp, ready, block.row0.min(left_end));
+            band_corner(measure, a, b, &block, border(band - 1))
+        };
         let block = Block {
-            col0,
-            corner: if first { T::ZERO } else { T::INFINITY },
+            corner,
             left: if first { null() } else { border(band - 1) },
             left_ready: if first {
                 null()
@@ -659,7 +742,7 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
             } else {
                 pipeline.ready.add(band)
             },
-            ..Block::top_left(a.len, width.min(b.len - col0))
+            ..block
         };
         let result = warp_block::<T, M, W, S>(warp, measure, a, b, &block);
         if last {
