@@ -11,7 +11,7 @@ use timewarp::formats;
 use timewarp::gpu::{self, LOCAL_MAX_LEN};
 use timewarp::{
     distance_matrix, distance_matrix_resident, soft_dtw_pairs, soft_dtw_pairs_gradient, upload,
-    ComputeOptions, Device, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
+    ComputeOptions, Device, Dtw, Float, Metric, Precision, SeriesSet, GPU_VARIANTS,
 };
 
 pub const EXAMPLES: &str = "\
@@ -36,6 +36,9 @@ Examples:
 
   # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu
+
+  # DTW with a Sakoe-Chiba band of 10% of the length (cells outside are not computed)
+  timewarp bench --metric dtw --lengths 4096 --count 64 --precision f32 --device gpu --band 0.1
 
   # The same with the references already on the GPU (uploaded before the timed runs)
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu --resident
@@ -124,6 +127,10 @@ pub struct Args {
     /// With --paired: the value and its gradient with respect to the queries
     #[arg(long, requires = "paired")]
     gradient: bool,
+    /// A Sakoe-Chiba band of radius F times each case's length (DTW and
+    /// Soft-DTW; GCUPS still count every cell of the full matrices)
+    #[arg(long, value_name = "F")]
+    band: Option<f64>,
 }
 
 /// What a case computes.
@@ -149,6 +156,24 @@ impl Mode {
     }
 }
 
+/// The measure's label with its band, if any: `dtw/band12`.
+fn label(row: &Row) -> String {
+    let label = row.workload.label(row.metric);
+    match row.band {
+        Some(radius) => format!("{label}/band{radius}"),
+        None => label,
+    }
+}
+
+/// The measure with its default parameters and a band of `radius`.
+fn with_band(metric: Metric, radius: Option<usize>) -> Metric {
+    match (metric, radius) {
+        (Metric::Dtw(_), Some(r)) => Dtw::with_band(r).into(),
+        (Metric::SoftDtw(soft), Some(r)) => soft.with_band(r).into(),
+        (metric, _) => metric,
+    }
+}
+
 /// One timed case.
 struct Row {
     metric: MetricKind,
@@ -163,6 +188,8 @@ struct Row {
     backend: String,
     /// `streamed` or `resident` for a GPU, none for the CPU.
     mode: Option<&'static str>,
+    /// The Sakoe-Chiba radius, if any.
+    band: Option<usize>,
     timing: Timing,
     speedup_vs_cpu: Option<f64>,
 }
@@ -251,6 +278,16 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if queries == 0 {
         return Err(Failure::usage("--queries must be at least 1"));
     }
+    if let Some(fraction) = args.band {
+        if !(fraction >= 0.0 && fraction.is_finite()) {
+            return Err(Failure::usage("--band must be a finite fraction >= 0"));
+        }
+        if metrics.contains(&MetricKind::Twed) {
+            return Err(Failure::usage(
+                "--band applies to --metric dtw and soft-dtw (TWED has no band)",
+            ));
+        }
+    }
     let precision = args.compute.precision_name();
     let cases: Vec<(usize, Case)> = match &args.file {
         Some(path) => {
@@ -321,9 +358,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
                     continue;
                 }
                 let resident = args.resident && options.device == Device::Gpu;
+                let band = args.band.map(|f| (f * *length as f64).round() as usize);
+                let measure = with_band(metric.with_defaults()?, band);
                 let timing = match args.compute.precision {
-                    Precision::F32 => time::<f32>(case, metric, options, resident, args.repeats)?,
-                    Precision::F64 => time::<f64>(case, metric, options, resident, args.repeats)?,
+                    Precision::F32 => time::<f32>(case, measure, options, resident, args.repeats)?,
+                    Precision::F64 => time::<f64>(case, measure, options, resident, args.repeats)?,
                 };
                 if backend == "cpu" {
                     cpu_seconds = Some(timing.seconds);
@@ -345,6 +384,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                         (Device::Gpu, false) => Some("streamed"),
                         _ => None,
                     },
+                    band,
                     speedup_vs_cpu: cpu_seconds.map(|cpu| cpu / timing.seconds),
                     timing,
                 });
@@ -405,7 +445,7 @@ fn backends(
 /// `resident`, the references are uploaded first, untimed.
 fn time<T: Float>(
     case: &Case,
-    metric: MetricKind,
+    metric: Metric,
     options: &ComputeOptions,
     resident: bool,
     repeats: usize,
@@ -416,7 +456,6 @@ fn time<T: Float>(
         .as_ref()
         .map(|r| r.cast::<T>())
         .transpose()?;
-    let metric: Metric = metric.with_defaults()?;
     let uploaded = match (&references, resident) {
         (Some(references), true) => Some(upload(references, options)?),
         _ => None,
@@ -494,7 +533,7 @@ fn table_line(row: Option<&Row>) -> String {
         ]
         .map(String::from),
         Some(row) => [
-            row.workload.label(row.metric),
+            label(row),
             row.length.to_string(),
             row.queries.to_string(),
             row.count.to_string(),
@@ -551,7 +590,7 @@ fn json(rows: &[Row]) -> String {
                 "  {{\"metric\": \"{}\", \"length\": {}, \"queries\": {}, \"count\": {}, \"cells\": {}, \
                  \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"mode\": {}, \"seconds\": {}, \
                  \"gcups\": {}, \"speedup_vs_cpu\": {}, {build}}}",
-                row.workload.label(row.metric),
+                label(row),
                 row.length,
                 row.queries,
                 row.count,
