@@ -106,49 +106,60 @@ impl Warp for GpuWarp {
     }
 }
 
-/// Half a hardware warp, 16 lanes, as a warp of its own: two pairs of
-/// short series share a warp, each half running the wavefront over 16
-/// lanes, which takes 15 steps to fill instead of 31 and twice the cells
-/// per lane and step for the same width. Exchanges stay inside the half
-/// (a 16-lane shuffle segment) and name only its lanes, so the two halves
-/// may also diverge (pairs of different lengths).
-struct GpuHalfWarp {
-    /// Which half of the warp: 0 or 1.
-    half: u32,
+/// Part of a hardware warp, `N` lanes (8 or 16), as a warp of its own:
+/// `32 / N` pairs of short series share a warp, each part running the
+/// wavefront over its `N` lanes, which takes `N - 1` steps to fill instead
+/// of 31 and gives each lane more columns for the same width. Exchanges
+/// stay inside the part (an `N`-lane shuffle segment) and name only its
+/// lanes, so the parts may also diverge (pairs of different lengths).
+struct GpuSubWarp<const N: usize> {
+    /// Which part of the warp: `0..32 / N`.
+    part: u32,
 }
 
-const HALF_LANES: usize = LANES / 2;
+impl<const N: usize> GpuSubWarp<N> {
+    /// The part `global_thread() / N` of the launch: its place in the warp.
+    #[inline(always)]
+    fn of(sub_warp: u64) -> Self {
+        GpuSubWarp {
+            part: (sub_warp % (LANES / N) as u64) as u32,
+        }
+    }
 
-impl GpuHalfWarp {
     #[inline(always)]
     fn mask(&self) -> u32 {
-        0xffff << (HALF_LANES as u32 * self.half)
+        (((1u64 << N) - 1) as u32) << (N as u32 * self.part)
+    }
+
+    /// A shuffle's segment operand: segments of `N` lanes, `clamp` the
+    /// highest source lane (within the segment).
+    #[inline(always)]
+    fn segment(clamp: u32) -> u32 {
+        ((LANES - N) as u32) << 8 | clamp
     }
 }
 
-impl Warp for GpuHalfWarp {
-    const LANES: usize = HALF_LANES;
+impl<const N: usize> Warp for GpuSubWarp<N> {
+    const LANES: usize = N;
 
     #[inline(always)]
     fn lane(&self) -> usize {
         // SAFETY: reads a special register.
-        unsafe { _thread_idx_x() as usize % HALF_LANES }
+        unsafe { _thread_idx_x() as usize % N }
     }
 
     #[inline(always)]
     unsafe fn shuffle_up<T: Real>(&self, value: T) -> T {
-        // Segments of 16 lanes ((32 - 16) << 8), clamp 0: the half's lane
-        // 0 keeps its own value.
-        let mask = self.mask();
-        shuffle_words(value, |word| shfl_up_i32(mask, word, 1, 0x1000))
+        // Clamp 0: the part's lane 0 keeps its own value.
+        let (mask, segment) = (self.mask(), Self::segment(0));
+        shuffle_words(value, |word| shfl_up_i32(mask, word, 1, segment))
     }
 
     #[inline(always)]
     unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T {
-        // Segments of 16 lanes, `source` counted within the segment.
-        let mask = self.mask();
+        let (mask, segment) = (self.mask(), Self::segment(N as u32 - 1));
         shuffle_words(value, |word| {
-            shfl_idx_i32(mask, word, source as u32, 0x1000 | (HALF_LANES as u32 - 1))
+            shfl_idx_i32(mask, word, source as u32, segment)
         })
     }
 }
@@ -194,21 +205,22 @@ macro_rules! warp_kernel {
     };
 }
 
-/// One half warp per pair, `$stripe` columns per lane in registers.
-macro_rules! half_warp_kernel {
-    ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
+/// One `$lanes`-lane part of a warp per pair, `$stripe` columns per lane
+/// in registers.
+macro_rules! sub_warp_kernel {
+    ($name:ident, $name_1d:ident, $t:ty, $params:ty, $lanes:literal, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
-            let half_warp = global_thread() / HALF_LANES as u64;
-            let half = (half_warp % 2) as u32;
-            launch.run_pair_in_warp::<GpuHalfWarp, $stripe>(&GpuHalfWarp { half }, half_warp);
+            let sub_warp = global_thread() / $lanes;
+            let warp = GpuSubWarp::<$lanes>::of(sub_warp);
+            launch.run_pair_in_warp::<_, $stripe>(&warp, sub_warp);
         }
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name_1d(launch: PairsLaunch<$t, $params>) {
             univariate!(launch);
-            let half_warp = global_thread() / HALF_LANES as u64;
-            let half = (half_warp % 2) as u32;
-            launch.run_pair_in_warp::<GpuHalfWarp, $stripe>(&GpuHalfWarp { half }, half_warp);
+            let sub_warp = global_thread() / $lanes;
+            let warp = GpuSubWarp::<$lanes>::of(sub_warp);
+            launch.run_pair_in_warp::<_, $stripe>(&warp, sub_warp);
         }
     };
 }
@@ -287,11 +299,12 @@ warp_kernel!(twed_warp8_f32, twed_warp8_1d_f32, f32, TwedParams<f32>, 8);
 warp_kernel!(twed_warp1_f64, twed_warp1_1d_f64, f64, TwedParams<f64>, 1);
 warp_kernel!(twed_warp4_f64, twed_warp4_1d_f64, f64, TwedParams<f64>, 4);
 warp_kernel!(twed_warp8_f64, twed_warp8_1d_f64, f64, TwedParams<f64>, 8);
-// The stripes instantiated here are the host's `gpu::half_warp_stripes`.
-half_warp_kernel!(dtw_halfwarp4_f32, dtw_halfwarp4_1d_f32, f32, DtwParams, 4);
-half_warp_kernel!(dtw_halfwarp8_f32, dtw_halfwarp8_1d_f32, f32, DtwParams, 8);
-half_warp_kernel!(dtw_halfwarp4_f64, dtw_halfwarp4_1d_f64, f64, DtwParams, 4);
-half_warp_kernel!(dtw_halfwarp8_f64, dtw_halfwarp8_1d_f64, f64, DtwParams, 8);
+// The (lanes, stripe) pairs instantiated here are the host's
+// `gpu::sub_warp_shapes`.
+sub_warp_kernel!(dtw_warp8x8_f32, dtw_warp8x8_1d_f32, f32, DtwParams, 8, 8);
+sub_warp_kernel!(dtw_warp8x16_f32, dtw_warp8x16_1d_f32, f32, DtwParams, 8, 16);
+sub_warp_kernel!(dtw_warp8x8_f64, dtw_warp8x8_1d_f64, f64, DtwParams, 8, 8);
+sub_warp_kernel!(dtw_warp8x16_f64, dtw_warp8x16_1d_f64, f64, DtwParams, 8, 16);
 
 // The stripes instantiated here are the host's `gpu::tiled_stripes`.
 tiled_kernel!(dtw_tiled4_f32, dtw_tiled4_1d_f32, f32, DtwParams, 4);

@@ -328,8 +328,11 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             left,
         };
         if BANDED {
+            // Cell `k` is in the band when `lo <= first + k <= hi`: one
+            // unsigned 32-bit comparison of `first + k - lo` with `hi - lo`.
             let (lo, hi) = self.measure.columns(i, self.a.len, self.b.len);
-            let first = self.first;
+            let offset = (self.first as u32).wrapping_sub(lo as u32);
+            let span = (hi - lo) as u32;
             stripe_row(
                 self.measure,
                 self.a,
@@ -338,7 +341,7 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
                 &self.columns,
                 &mut self.cells,
                 neighbours,
-                |k| (lo..=hi).contains(&(first + k)),
+                |k| offset.wrapping_add(k as u32) <= span,
             );
         } else {
             stripe_row(
