@@ -1,13 +1,14 @@
 //! The fast CPU backend: the kernels' own recurrences with linear memory
-//! per pair, pairs spread over threads with rayon. Most measures follow the
-//! rows (`rows::pair_value`), one pair at a time. Soft-DTW, whose cells
-//! wait on each other's exponentials and logarithm, computes pairs of one
-//! shape several at a time in lockstep (`lanes::lockstep_values`: the GPU's
-//! anti-diagonal block driver on one thread and the one Soft-DTW cell
-//! update, over lanes of 8 `f64` or 16 `f32` pairs, with vectorised `exp`
-//! and `ln`), compiled for AVX2 and FMA where the processor has them; a
-//! pair whose shape too few others share, or any pair on a processor
-//! without them, follows the anti-diagonals alone, so that the
+//! per pair, pairs spread over threads with rayon.
+//!
+//! Soft-DTW and DTW compute pairs of one shape several at a time in
+//! lockstep (`lanes::lockstep_values`: the GPU's anti-diagonal block driver
+//! on one thread and the measure's one cell update, over lanes of 8 `f64`
+//! or 16 `f32` pairs, Soft-DTW with vectorised `exp` and `ln`), compiled
+//! for AVX2 and FMA where the processor has them. A pair whose shape too
+//! few others share, any pair on a processor without them, and TWED run
+//! one at a time: DTW and TWED follow the rows (`rows::pair_value`),
+//! Soft-DTW the anti-diagonals (the block driver alone), so that the
 //! exponentials of neighbouring cells overlap instead of waiting on each
 //! other.
 
@@ -63,7 +64,25 @@ pub(crate) trait CpuMeasure<T: Float>: Recurrence<T> + Sync {
     }
 }
 
-impl<T: Float> CpuMeasure<T> for DtwParams {}
+/// DTW's cell update is a recurrence over any [`timewarp_kernels::Real`],
+/// lanes included, and gives the same bits in a lane as alone (the same
+/// operations on the same values; the lanes' `min` equals `f64::min` on
+/// numbers): in lockstep it is 3 to 5 times faster, vectorised.
+impl<T: Float> CpuMeasure<T> for DtwParams {
+    const LOCKSTEP: bool = true;
+
+    unsafe fn lockstep<const K: usize>(
+        &self,
+        a: &[Series<T>; K],
+        b: &[Series<T>; K],
+        buffer: *mut Lanes<T, K>,
+    ) -> [T; K] {
+        #[cfg(target_arch = "x86_64")]
+        return lockstep_avx2(self, a, b, buffer);
+        #[cfg(not(target_arch = "x86_64"))]
+        lockstep_values(self, a, b, buffer)
+    }
+}
 
 impl<T: Float> CpuMeasure<T> for TwedParams<T> {}
 
@@ -207,7 +226,13 @@ fn pair_values<T: Float, R: CpuMeasure<T>>(
 ) -> Vec<T> {
     if R::LOCKSTEP && count >= LOCKSTEP_MIN && lockstep_available() {
         let maxima = (a_max, b_max);
-        return match LOCKSTEP_BYTES / std::mem::size_of::<T>() {
+        let mut lanes = LOCKSTEP_BYTES / std::mem::size_of::<T>();
+        // Too few pairs to give every thread a unit of 16 lanes: units of
+        // 8, one vector, which keep twice as many threads busy.
+        if count < lanes * rayon::current_num_threads() {
+            lanes = 8;
+        }
+        return match lanes {
             8 => lockstep_pair_values::<T, R, 8>(a, b, maxima, count, pair, measure),
             16 => lockstep_pair_values::<T, R, 16>(a, b, maxima, count, pair, measure),
             lanes => unreachable!("{lanes} lanes"),

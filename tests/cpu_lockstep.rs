@@ -1,6 +1,7 @@
-//! The CPU backend's lockstep Soft-DTW (`timewarp_kernels::lanes`): the
-//! lanes' exponential and logarithm against std's, and several pairs in
-//! lockstep against the same pairs one at a time.
+//! The CPU backend's lockstep driver (`timewarp_kernels::lanes`): the
+//! lanes' exponential and logarithm against std's; Soft-DTW of several
+//! pairs in lockstep against the same pairs one at a time and the oracle;
+//! DTW in lockstep bit for bit equal to DTW one pair at a time.
 //!
 //! Accuracy of `exp_lanes` and `ln_lanes`, in ulps of the correctly
 //! rounded result (std's, itself within an ulp): measured over a dense
@@ -516,5 +517,50 @@ fn cpu_matrix_of_mixed_lengths_matches_the_oracle() {
         let a32 = a.cast::<f32>().unwrap();
         let got = timewarp::distance_matrix(&a32, None, metric, &cpu()).unwrap();
         assert_matches_oracle(&got, &a32, &a32, metric, "a x a, f32");
+    }
+}
+
+/// DTW in lockstep is the same operations on the same values as one pair
+/// at a time: bit for bit the same values (a single pair runs alone).
+fn dtw_bits<T: Float>(a: &SeriesSet<f64>, b: &SeriesSet<f64>, band: Option<usize>) {
+    let (a, b) = (a.cast::<T>().unwrap(), b.cast::<T>().unwrap());
+    let dtw = band.map_or(timewarp::Dtw::new(), timewarp::Dtw::with_band);
+    let metric: timewarp::Metric = dtw.into();
+    let batch = timewarp::distance_matrix(&a, Some(&b), metric, &cpu()).unwrap();
+    let triangle = timewarp::distance_matrix(&a, None, metric, &cpu()).unwrap();
+    for i in 0..a.len() {
+        for j in 0..b.len() {
+            let alone = timewarp::distance(a.series(i), b.series(j), metric).unwrap();
+            assert_eq!(
+                batch[[i, j]].to_bits(),
+                alone.to_bits(),
+                "{} band {band:?} ({i}, {j}): {} in the batch, {alone} alone",
+                T::NAME,
+                batch[[i, j]]
+            );
+        }
+        for j in 0..a.len() {
+            let alone = timewarp::distance(a.series(i), a.series(j), metric).unwrap();
+            assert_eq!(
+                triangle[[i, j]].to_bits(),
+                alone.to_bits(),
+                "{} triangle ({i}, {j})",
+                T::NAME
+            );
+        }
+    }
+}
+
+#[test]
+fn cpu_dtw_in_lockstep_is_bit_identical() {
+    let mut rng = rng(60);
+    for dims in [1, 3] {
+        let lengths: Vec<usize> = (0..26).map(|k| [1, 2, 33, 40, 17][k % 5]).collect();
+        let a = random_set(&mut rng, &lengths, dims, 1.0);
+        let b = random_set(&mut rng, &lengths[..18], dims, 1.0);
+        for band in [None, Some(0), Some(4)] {
+            dtw_bits::<f64>(&a, &b, band);
+            dtw_bits::<f32>(&a, &b, band);
+        }
     }
 }
