@@ -10,7 +10,7 @@
 //! LLVM vectorises. For that the lanes' `soft_exp` and `soft_ln` are not
 //! std's (a call per value, one value at a time) but branch-free range
 //! reductions and polynomials ([`exp_lanes`], [`ln_lanes`]) within an ulp
-//! of std's (tests/soft_dtw_lockstep.rs measures them). Every other
+//! of std's (tests/cpu_lockstep.rs measures them). Every other
 //! operation is the scalar one on each lane.
 //!
 //! The polynomials use fused multiply-adds (`mul_add`): one instruction
@@ -65,6 +65,7 @@ pub trait LaneReal: Real {
     fn exp_lane(self) -> Self;
     /// [`ln_lanes`] of one value.
     fn ln_lane(self) -> Self;
+    /// `self * a + b` rounded once (`mul_add`: see the module's notes).
     fn fma(self, a: Self, b: Self) -> Self;
 }
 
@@ -77,7 +78,7 @@ pub trait LaneReal: Real {
 /// factors (so that results below the smallest normal are rounded once, not
 /// flushed). Arguments below -750 (`f64`) or -105 (`f32`), `-inf` and NaN
 /// give 0, above 711 or 90 infinity. Within 1 ulp of std's `exp` over the
-/// whole range (tests/soft_dtw_lockstep.rs).
+/// whole range (tests/cpu_lockstep.rs).
 #[inline(always)]
 pub fn exp_lanes<T: LaneReal, const K: usize>(x: Lanes<T, K>) -> Lanes<T, K> {
     let mut x = x.0;
@@ -91,9 +92,9 @@ pub fn exp_lanes<T: LaneReal, const K: usize>(x: Lanes<T, K>) -> Lanes<T, K> {
 /// `ln` of every lane, for vectorisation: `x = 2^k (1 + f)` with `1 + f`
 /// in `[sqrt(2)/2, sqrt(2))`, `ln(1 + f) = 2 atanh(s)`, `s = f / (2 + f)`,
 /// by the polynomial of fdlibm's `log` and `logf` (the same reduction and
-/// coefficients, written without branches). Subnormal arguments are scaled
+/// coefficients, written without branches, with fused multiply-adds). Subnormal arguments are scaled
 /// first; 0 gives `-inf`, infinity itself, negative numbers and NaN NaN.
-/// Within 1 ulp of std's `ln` over every binade (tests/soft_dtw_lockstep.rs).
+/// Within 1 ulp of std's `ln` over every binade (tests/cpu_lockstep.rs).
 #[inline(always)]
 pub fn ln_lanes<T: LaneReal, const K: usize>(x: Lanes<T, K>) -> Lanes<T, K> {
     let mut x = x.0;
@@ -169,123 +170,119 @@ macro_rules! lane_real {
             }
             #[inline(always)]
             fn exp_lane(self) -> $t {
-                {
-                    let x = self;
-                    const MANTISSA: u32 = $mantissa;
-                    const BIAS: $bits = $bias;
-                    // Adding 1.5 * 2^MANTISSA rounds to an integer, which
-                    // the low bits then hold.
-                    const SHIFTER: $t = 1.5 * (1u64 << MANTISSA) as $t;
-                    // ln 2 in two parts, the first with enough trailing
-                    // zeros that n * LN2_HI is exact for every n here.
-                    const LN2_HI: $t = $t::from_bits($e_hi);
-                    const LN2_LO: $t = $t::from_bits($e_lo);
-                    const C: [$t; 14] = inverse_factorials!($t);
-                    // Comparisons rather than min/max: NaN fails both and
-                    // becomes LOW, whose exponential is 0.
-                    let x = if x > $low { x } else { $low };
-                    let x = if x < $high { x } else { $high };
-                    let shifted = x * core::$t::consts::LOG2_E + SHIFTER;
-                    let n = shifted - SHIFTER;
-                    let r = (-n).fma(LN2_LO, (-n).fma(LN2_HI, x));
-                    // exp(r) = 1 + (r + r^2 Q(r)), Q by Estrin's scheme
-                    // (a few dependent steps rather than Horner's one per
-                    // coefficient), the leading terms added last.
-                    const Q: [$t; $degree - 1] = {
-                        let mut q = [0.0; $degree - 1];
-                        let mut k = 0;
-                        while k < $degree - 1 {
-                            q[k] = C[k + 2];
-                            k += 1;
-                        }
-                        q
-                    };
-                    let r2 = r * r;
-                    let p = 1.0 + r2.fma($estrin(&Q, r, r2), r);
-                    // n + 2 BIAS >= 0 as an integer; 2^n = 2^n1 2^n2 with
-                    // the biased exponents e1 = floor(n / 2) + BIAS and
-                    // e2 = n - floor(n / 2) + BIAS.
-                    let biased = shifted
-                        .to_bits()
-                        .wrapping_sub(SHIFTER.to_bits())
-                        .wrapping_add(2 * BIAS);
-                    let e1 = biased >> 1;
-                    let e2 = biased - e1;
-                    p * $t::from_bits(e1 << MANTISSA) * $t::from_bits(e2 << MANTISSA)
-                }
+                let x = self;
+                const MANTISSA: u32 = $mantissa;
+                const BIAS: $bits = $bias;
+                // Adding 1.5 * 2^MANTISSA rounds to an integer, which
+                // the low bits then hold.
+                const SHIFTER: $t = 1.5 * (1u64 << MANTISSA) as $t;
+                // ln 2 in two parts, the first with enough trailing
+                // zeros that n * LN2_HI is exact for every n here.
+                const LN2_HI: $t = $t::from_bits($e_hi);
+                const LN2_LO: $t = $t::from_bits($e_lo);
+                const C: [$t; 14] = inverse_factorials!($t);
+                // Comparisons rather than min/max: NaN fails both and
+                // becomes LOW, whose exponential is 0.
+                let x = if x > $low { x } else { $low };
+                let x = if x < $high { x } else { $high };
+                let shifted = x * core::$t::consts::LOG2_E + SHIFTER;
+                let n = shifted - SHIFTER;
+                let r = (-n).fma(LN2_LO, (-n).fma(LN2_HI, x));
+                // exp(r) = 1 + (r + r^2 Q(r)), Q by Estrin's scheme
+                // (a few dependent steps rather than Horner's one per
+                // coefficient), the leading terms added last.
+                const Q: [$t; $degree - 1] = {
+                    let mut q = [0.0; $degree - 1];
+                    let mut k = 0;
+                    while k < $degree - 1 {
+                        q[k] = C[k + 2];
+                        k += 1;
+                    }
+                    q
+                };
+                let r2 = r * r;
+                let p = 1.0 + r2.fma($estrin(&Q, r, r2), r);
+                // n + 2 BIAS >= 0 as an integer; 2^n = 2^n1 2^n2 with
+                // the biased exponents e1 = floor(n / 2) + BIAS and
+                // e2 = n - floor(n / 2) + BIAS.
+                let biased = shifted
+                    .to_bits()
+                    .wrapping_sub(SHIFTER.to_bits())
+                    .wrapping_add(2 * BIAS);
+                let e1 = biased >> 1;
+                let e2 = biased - e1;
+                p * $t::from_bits(e1 << MANTISSA) * $t::from_bits(e2 << MANTISSA)
             }
 
             #[inline(always)]
             fn ln_lane(self) -> $t {
-                {
-                    let x = self;
-                    const MANTISSA: u32 = $mantissa;
-                    const BIAS: $bits = $bias;
-                    const LN2_HI: $t = $t::from_bits($l_hi);
-                    const LN2_LO: $t = $t::from_bits($l_lo);
-                    const SQRT_HALF: $bits = $sqrt_half;
-                    const ONE: $bits = (1.0 as $t).to_bits();
-                    const INFINITY: $bits = $t::INFINITY.to_bits();
-                    // 2^MANTISSA as a float's bits, and 2^MANTISSA + BIAS:
-                    // the exponent e as the float 2^MANTISSA + e, less
-                    // this, is k.
-                    const TWO_MANTISSA: $bits = ((1u64 << MANTISSA) as $t).to_bits();
-                    const OFFSET: $t = ((1u64 << MANTISSA) + BIAS as u64) as $t;
-                    const MASK: $bits = (1 << MANTISSA) - 1;
-                    const SUBNORMAL_SHIFT: u32 = $sub;
-                    const ODD: &[$t] = &[$($t::from_bits($odd)),*];
-                    const EVEN: &[$t] = &[$($t::from_bits($even)),*];
-                    let subnormal = x < $t::MIN_POSITIVE;
-                    let scaled = if subnormal {
-                        x * (1u64 << SUBNORMAL_SHIFT) as $t
-                    } else {
-                        x
-                    };
-                    // Moving the mantissa's range [sqrt(2)/2, sqrt(2)) onto
-                    // the exponent's step: k is the exponent of
-                    // x / (sqrt(2)/2), rounded down, and the mantissa bits
-                    // plus those of sqrt(2)/2 are x / 2^k.
-                    let bits = scaled.to_bits().wrapping_add(ONE - SQRT_HALF);
-                    let k = $t::from_bits((bits >> MANTISSA) | TWO_MANTISSA) - OFFSET;
-                    let k = if subnormal {
-                        k - SUBNORMAL_SHIFT as $t
-                    } else {
-                        k
-                    };
-                    let f = $t::from_bits((bits & MASK) + SQRT_HALF) - 1.0;
-                    let s = f / (2.0 + f);
-                    let z = s * s;
-                    let w = z * z;
-                    // R(z) = z (LG1 + w (LG3 + ...)) + w (LG2 + w (LG4 + ...)).
-                    let mut odd = ODD[ODD.len() - 1];
-                    for c in ODD[..ODD.len() - 1].iter().rev() {
-                        odd = odd.fma(w, *c);
-                    }
-                    let mut even = EVEN[EVEN.len() - 1];
-                    for c in EVEN[..EVEN.len() - 1].iter().rev() {
-                        even = even.fma(w, *c);
-                    }
-                    let r = z.fma(odd, w * even);
-                    let hfsq = 0.5 * f * f;
-                    let value = s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI;
-                    // 0: -inf; infinity: itself; negative or NaN: NaN. As
-                    // selects of computed values: around a branch, LLVM
-                    // moves the polynomial into it, out of the vector code.
-                    // Positive and finite by the bits, for the same reason
-                    // (as float comparisons, LLVM makes it a class test,
-                    // which it computes lane by lane).
-                    let regular = x.to_bits().wrapping_sub(1) < INFINITY - 1;
-                    let infinite = if x == $t::INFINITY { x } else { $t::NAN };
-                    let special = if x == 0.0 {
-                        $t::NEG_INFINITY
-                    } else {
-                        infinite
-                    };
-                    if regular {
-                        value
-                    } else {
-                        special
-                    }
+                let x = self;
+                const MANTISSA: u32 = $mantissa;
+                const BIAS: $bits = $bias;
+                const LN2_HI: $t = $t::from_bits($l_hi);
+                const LN2_LO: $t = $t::from_bits($l_lo);
+                const SQRT_HALF: $bits = $sqrt_half;
+                const ONE: $bits = (1.0 as $t).to_bits();
+                const INFINITY: $bits = $t::INFINITY.to_bits();
+                // 2^MANTISSA as a float's bits, and 2^MANTISSA + BIAS:
+                // the exponent e as the float 2^MANTISSA + e, less
+                // this, is k.
+                const TWO_MANTISSA: $bits = ((1u64 << MANTISSA) as $t).to_bits();
+                const OFFSET: $t = ((1u64 << MANTISSA) + BIAS as u64) as $t;
+                const MASK: $bits = (1 << MANTISSA) - 1;
+                const SUBNORMAL_SHIFT: u32 = $sub;
+                const ODD: &[$t] = &[$($t::from_bits($odd)),*];
+                const EVEN: &[$t] = &[$($t::from_bits($even)),*];
+                let subnormal = x < $t::MIN_POSITIVE;
+                let scaled = if subnormal {
+                    x * (1u64 << SUBNORMAL_SHIFT) as $t
+                } else {
+                    x
+                };
+                // Moving the mantissa's range [sqrt(2)/2, sqrt(2)) onto
+                // the exponent's step: k is the exponent of
+                // x / (sqrt(2)/2), rounded down, and the mantissa bits
+                // plus those of sqrt(2)/2 are x / 2^k.
+                let bits = scaled.to_bits().wrapping_add(ONE - SQRT_HALF);
+                let k = $t::from_bits((bits >> MANTISSA) | TWO_MANTISSA) - OFFSET;
+                let k = if subnormal {
+                    k - SUBNORMAL_SHIFT as $t
+                } else {
+                    k
+                };
+                let f = $t::from_bits((bits & MASK) + SQRT_HALF) - 1.0;
+                let s = f / (2.0 + f);
+                let z = s * s;
+                let w = z * z;
+                // R(z) = z (LG1 + w (LG3 + ...)) + w (LG2 + w (LG4 + ...)).
+                let mut odd = ODD[ODD.len() - 1];
+                for c in ODD[..ODD.len() - 1].iter().rev() {
+                    odd = odd.fma(w, *c);
+                }
+                let mut even = EVEN[EVEN.len() - 1];
+                for c in EVEN[..EVEN.len() - 1].iter().rev() {
+                    even = even.fma(w, *c);
+                }
+                let r = z.fma(odd, w * even);
+                let hfsq = 0.5 * f * f;
+                let value = s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI;
+                // 0: -inf; infinity: itself; negative or NaN: NaN. As
+                // selects of computed values: around a branch, LLVM
+                // moves the polynomial into it, out of the vector code.
+                // Positive and finite by the bits, for the same reason
+                // (as float comparisons, LLVM makes it a class test,
+                // which it computes lane by lane).
+                let regular = x.to_bits().wrapping_sub(1) < INFINITY - 1;
+                let infinite = if x == $t::INFINITY { x } else { $t::NAN };
+                let special = if x == 0.0 {
+                    $t::NEG_INFINITY
+                } else {
+                    infinite
+                };
+                if regular {
+                    value
+                } else {
+                    special
                 }
             }
         }
