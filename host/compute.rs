@@ -2,11 +2,12 @@
 //! sets and the matrices against them, single distances, and the Soft-DTW
 //! gradient.
 
+use crate::cpu::CpuMeasure;
 use crate::gpu::{DeviceSeriesSet, Gpu, Variant};
 use crate::{cpu, Error, Float, Metric, Result, SeriesSet};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
-use timewarp_kernels::{DtwParams, Recurrence, SoftDtwParams, TwedParams};
+use timewarp_kernels::{DtwParams, SoftDtwParams, TwedParams};
 
 /// Where to compute.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -147,7 +148,7 @@ macro_rules! with_params {
 }
 use with_params;
 
-fn run<T: Float, P: Recurrence<T> + Copy + Sync>(
+fn run<T: Float, P: CpuMeasure<T> + Copy>(
     backend: Backend,
     options: &ComputeOptions,
     params: P,

@@ -2,11 +2,11 @@
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use std::fmt::{Debug, Display, LowerExp};
-use timewarp_kernels::Real;
+use timewarp_kernels::{LaneReal, Real};
 
 /// `f32` or `f64`: the precision of a computation.
 pub trait Float:
-    Real + DeviceRepr + ValidAsZeroBits + Default + Send + Sync + Debug + Display + LowerExp
+    Real + LaneReal + DeviceRepr + ValidAsZeroBits + Default + Send + Sync + Debug + Display + LowerExp
 {
     /// `"f32"` or `"f64"`, as in kernel names and messages.
     const NAME: &'static str;

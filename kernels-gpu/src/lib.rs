@@ -30,6 +30,8 @@ extern crate std;
 pub mod block;
 pub mod diagonal;
 pub mod dtw;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod lanes;
 pub mod launch;
 mod real;
 pub mod rows;
@@ -40,6 +42,8 @@ pub mod warp;
 
 pub use block::{BlockLaunch, ThreadBlock};
 pub use dtw::DtwParams;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use lanes::{lockstep_values, LaneReal, Lanes, Lockstep};
 pub use launch::{DiagonalLaunch, PairsLaunch, PipelineLaunch, TileLaunch};
 pub use real::Real;
 pub use rows::{pair_value, Differentiable, Neighbours, Recurrence, RowPair};
