@@ -277,6 +277,42 @@ impl<T: Float> ResidentSet<T> {
     pub fn on_gpu(&self) -> bool {
         matches!(self.storage, Storage::Gpu(_))
     }
+
+    /// Where it lives, for the computations that read it.
+    pub(crate) fn stored(&self) -> Stored<'_, T> {
+        match &self.storage {
+            Storage::Host(set) => Stored::Host(set),
+            Storage::Gpu(set) => Stored::Gpu(set),
+        }
+    }
+
+    /// Where it lives, in words.
+    pub(crate) fn lives(&self) -> &'static str {
+        match self.storage {
+            Storage::Host(_) => "host memory (uploaded for the CPU)",
+            Storage::Gpu(_) => "GPU memory",
+        }
+    }
+
+    /// The backend that computes with it: where it lives, if `device`
+    /// agrees (`Auto` always does).
+    pub(crate) fn backend(&self, device: Device) -> Result<Backend> {
+        match (&self.storage, device) {
+            (Storage::Host(_), Device::Auto | Device::Cpu) => Ok(Backend::Cpu),
+            (Storage::Gpu(_), Device::Auto | Device::Gpu) => Ok(Backend::Gpu(Gpu::get()?)),
+            (_, device) => Err(Error::InvalidInput(format!(
+                "the resident set lives in {}, but the options ask for {device:?}; \
+                 upload it with the same device",
+                self.lives()
+            ))),
+        }
+    }
+}
+
+/// A resident set's series: a host copy (for the CPU) or a device set.
+pub(crate) enum Stored<'a, T> {
+    Host(&'a SeriesSet<T>),
+    Gpu(&'a DeviceSeriesSet<T>),
 }
 
 /// Keeps `set` where `options.device` computes: on the GPU (one upload,
@@ -321,20 +357,7 @@ pub fn distance_matrix_resident<T: Float>(
             second: database.dims(),
         });
     }
-    let backend = match (&database.storage, options.device) {
-        (Storage::Host(_), Device::Auto | Device::Cpu) => Backend::Cpu,
-        (Storage::Gpu(_), Device::Auto | Device::Gpu) => Backend::Gpu(Gpu::get()?),
-        (storage, device) => {
-            let (lives, asked) = match storage {
-                Storage::Host(_) => ("host memory (uploaded for the CPU)", device),
-                Storage::Gpu(_) => ("GPU memory", device),
-            };
-            return Err(Error::InvalidInput(format!(
-                "the resident set lives in {lives}, but the options ask for {asked:?}; \
-                 upload it with the same device"
-            )));
-        }
-    };
+    let backend = database.backend(options.device)?;
     if matches!(metric, Metric::SoftDtw(soft) if soft.is_divergence()) {
         return Err(Error::InvalidInput(
             "the soft-DTW divergence needs each database series against itself; \

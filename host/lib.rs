@@ -49,5 +49,6 @@ pub use float::{Float, Precision};
 pub use metric::{Dtw, Metric, SoftDtw, Twed};
 pub use series::SeriesSet;
 pub use soft_dtw::{
-    soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient, SoftDtwGradient,
+    soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, SoftDtwGradient,
 };

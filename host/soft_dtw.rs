@@ -24,9 +24,9 @@
 //! # Ok::<(), timewarp::Error>(())
 //! ```
 
-use crate::compute::{Backend, ComputeOptions};
-use crate::gpu::Variant;
-use crate::{cpu, Error, Float, Result, SeriesSet, SoftDtw, GPU_VARIANTS};
+use crate::compute::{Backend, ComputeOptions, Stored};
+use crate::gpu::{DeviceSeriesSet, Gpu, Variant};
+use crate::{cpu, Error, Float, ResidentSet, Result, SeriesSet, SoftDtw, GPU_VARIANTS};
 use ndarray::{Array1, Array2, Array3, ArrayView2};
 use timewarp_kernels::SoftDtwParams;
 
@@ -84,18 +84,17 @@ fn params<T: Float>(metric: &SoftDtw) -> Result<SoftDtwParams<T>> {
 }
 
 /// Same number of series and same dimensions.
-fn check_paired<T: Float>(x: &SeriesSet<T>, y: &SeriesSet<T>) -> Result<()> {
-    if x.len() != y.len() {
+fn check_paired(x: (usize, usize), y: (usize, usize)) -> Result<()> {
+    let ((x_len, x_dims), (y_len, y_dims)) = (x, y);
+    if x_len != y_len {
         return Err(Error::InvalidInput(format!(
-            "paired batches need as many series in x as in y: x has {}, y has {}",
-            x.len(),
-            y.len()
+            "paired batches need as many series in x as in y: x has {x_len}, y has {y_len}"
         )));
     }
-    if x.dims() != y.dims() {
+    if x_dims != y_dims {
         return Err(Error::DimensionMismatch {
-            first: x.dims(),
-            second: y.dims(),
+            first: x_dims,
+            second: y_dims,
         });
     }
     Ok(())
@@ -117,7 +116,7 @@ fn divergence_batches<T: Float>(
     Ok((join([&xs, &xs, &ys])?, join([&ys, &xs, &ys])?))
 }
 
-fn variant(options: &ComputeOptions) -> Result<Option<Variant>> {
+fn gpu_variant(options: &ComputeOptions) -> Result<Option<Variant>> {
     options
         .gpu_variant
         .map(|name| {
@@ -142,65 +141,263 @@ fn check_finite<'a, T: Float>(values: impl IntoIterator<Item = &'a T>, gpu: bool
     Ok(())
 }
 
-fn paired_values<T: Float>(
-    a: &SeriesSet<T>,
-    b: &SeriesSet<T>,
-    params: SoftDtwParams<T>,
-    options: &ComputeOptions,
-) -> Result<Vec<T>> {
-    let backend = Backend::resolve(options.device)?;
-    let values = match backend {
-        Backend::Cpu => cpu::paired(a, b, &params),
-        Backend::Gpu(gpu) => gpu.paired_values(
-            "soft_dtw",
-            variant(options)?,
-            params,
-            a,
-            b,
-            options.gpu_memory_budget,
-        )?,
-    };
-    check_finite(&values, backend.is_gpu())?;
-    Ok(values)
-}
-
-/// Values, the gradient with respect to the first batch and, if asked for,
-/// to the second, each laid out like its batch's values.
+/// What the CPU backend's paired gradient returns: the values, the
+/// gradient with respect to the first batch and, if asked for, to the
+/// second, each laid out like its batch's values.
 pub(crate) type Gradients<T> = (Vec<T>, Vec<T>, Option<Vec<T>>);
 
-fn paired_gradient<T: Float>(
-    a: &SeriesSet<T>,
-    b: &SeriesSet<T>,
-    params: SoftDtwParams<T>,
-    with_b: bool,
-    options: &ComputeOptions,
-) -> Result<Gradients<T>> {
-    let backend = Backend::resolve(options.device)?;
-    let result = match backend {
-        Backend::Cpu => cpu::paired_gradient(a, b, &params, with_b),
-        Backend::Gpu(gpu) => {
-            gpu.soft_dtw_paired_gradient(params, a, b, with_b, options.gpu_memory_budget)?
-        }
-    };
-    let (values, grad_a, grad_b) = &result;
-    check_finite(values, backend.is_gpu())?;
-    check_finite(grad_a.iter().chain(grad_b.iter().flatten()), false)?;
-    Ok(result)
+/// Values and gradients of a paired computation, each gradient laid out
+/// like its batch's values.
+#[derive(Debug)]
+pub(crate) struct PairedGradients<T> {
+    /// `sdtw(x_k, y_k)` for every `k`; for the divergence then
+    /// `sdtw(x_k, x_k)`, then `sdtw(y_k, y_k)`.
+    pub values: Vec<T>,
+    /// Of `sdtw(x_k, y_k)` with respect to `x_k`.
+    pub grad_x: Vec<T>,
+    /// Of `sdtw(x_k, y_k)` with respect to `y_k`, if asked for.
+    pub grad_y: Option<Vec<T>>,
+    /// For the divergence: of `sdtw(x_k, x_k)` with respect to its first
+    /// argument.
+    pub grad_xx: Option<Vec<T>>,
+    /// For the divergence, if asked for `y`: of `sdtw(y_k, y_k)` with
+    /// respect to its first argument.
+    pub grad_yy: Option<Vec<T>>,
 }
 
-/// The flat gradient of a batch (laid out like its values) cut into one
-/// `len x dims` array per series.
-fn split<T: Float>(flat: &[T], set: &SeriesSet<T>) -> Vec<Array2<T>> {
-    let dims = set.dims();
-    let mut start = 0;
-    (0..set.len())
-        .map(|k| {
-            let len = set.series_len(k);
-            let part = &flat[start * dims..(start + len) * dims];
-            start += len;
-            Array2::from_shape_vec((len, dims), part.to_vec()).expect("gradient shape")
+/// The batches of a paired computation, where it runs (counts and dims
+/// checked).
+enum Paired<'a, T> {
+    Cpu(&'a SeriesSet<T>, &'a SeriesSet<T>),
+    /// Host batches, uploaded for the call.
+    Gpu(&'static Gpu, &'a SeriesSet<T>, &'a SeriesSet<T>),
+    /// Resident sets, read where they are.
+    Resident(&'static Gpu, &'a DeviceSeriesSet<T>, &'a DeviceSeriesSet<T>),
+}
+
+impl<'a, T: Float> Paired<'a, T> {
+    /// Host batches on the backend `options.device` resolves to.
+    fn host(x: &'a SeriesSet<T>, y: &'a SeriesSet<T>, options: &ComputeOptions) -> Result<Self> {
+        Ok(match Backend::resolve(options.device)? {
+            Backend::Cpu => Paired::Cpu(x, y),
+            Backend::Gpu(gpu) => Paired::Gpu(gpu, x, y),
+        })
+    }
+
+    /// Resident sets, computed where they live; both must live in the
+    /// same place, and `options.device` must agree (`Auto` always does).
+    fn resident(
+        x: &'a ResidentSet<T>,
+        y: &'a ResidentSet<T>,
+        options: &ComputeOptions,
+    ) -> Result<Self> {
+        if x.on_gpu() != y.on_gpu() {
+            return Err(Error::InvalidInput(format!(
+                "paired resident sets must live in the same place, but x lives in {} and y in {}; \
+                 upload both with the same device",
+                x.lives(),
+                y.lives()
+            )));
+        }
+        match (x.stored(), y.stored(), x.backend(options.device)?) {
+            (Stored::Host(x), Stored::Host(y), _) => Ok(Paired::Cpu(x, y)),
+            (Stored::Gpu(x), Stored::Gpu(y), Backend::Gpu(gpu)) => Ok(Paired::Resident(gpu, x, y)),
+            _ => unreachable!("both sets live where the backend computes"),
+        }
+    }
+
+    fn on_gpu(&self) -> bool {
+        !matches!(self, Paired::Cpu(..))
+    }
+
+    /// The sample offsets of `x` and `y`, and the dims.
+    fn layout(&self) -> (&'a [u64], &'a [u64], usize) {
+        match *self {
+            Paired::Cpu(x, y) | Paired::Gpu(_, x, y) => (x.parts().1, y.parts().1, x.dims()),
+            Paired::Resident(_, x, y) => (x.offsets(), y.offsets(), x.dims()),
+        }
+    }
+
+    /// The values, laid out as [`PairedGradients::values`].
+    fn values(
+        &self,
+        params: SoftDtwParams<T>,
+        divergence: bool,
+        options: &ComputeOptions,
+    ) -> Result<Vec<T>> {
+        let budget = options.gpu_memory_budget;
+        let values = match *self {
+            Paired::Cpu(x, y) if divergence => {
+                let (a, b) = divergence_batches(x, y)?;
+                cpu::paired(&a, &b, &params)
+            }
+            Paired::Cpu(x, y) => cpu::paired(x, y, &params),
+            Paired::Gpu(gpu, x, y) => gpu.paired_values(
+                "soft_dtw",
+                gpu_variant(options)?,
+                params,
+                x,
+                y,
+                divergence,
+                budget,
+            )?,
+            Paired::Resident(gpu, x, y) => gpu.paired_values_resident(
+                "soft_dtw",
+                gpu_variant(options)?,
+                params,
+                x,
+                y,
+                divergence,
+                budget,
+            )?,
+        };
+        check_finite(&values, self.on_gpu())?;
+        Ok(values)
+    }
+
+    /// The values and gradients (with respect to `y` if `with_y`).
+    fn gradients(
+        &self,
+        params: SoftDtwParams<T>,
+        divergence: bool,
+        with_y: bool,
+        options: &ComputeOptions,
+    ) -> Result<PairedGradients<T>> {
+        let budget = options.gpu_memory_budget;
+        let result = match *self {
+            Paired::Cpu(x, y) => cpu_gradients(x, y, params, divergence, with_y)?,
+            Paired::Gpu(gpu, x, y) => {
+                gpu.soft_dtw_paired_gradient(params, x, y, divergence, with_y, budget)?
+            }
+            Paired::Resident(gpu, x, y) => {
+                gpu.soft_dtw_paired_gradient_resident(params, x, y, divergence, with_y, budget)?
+            }
+        };
+        check_finite(&result.values, self.on_gpu())?;
+        let gradients = [&result.grad_y, &result.grad_xx, &result.grad_yy];
+        check_finite(
+            result
+                .grad_x
+                .iter()
+                .chain(gradients.into_iter().flatten().flatten()),
+            false,
+        )?;
+        Ok(result)
+    }
+}
+
+/// [`Paired::gradients`] on the CPU: the divergence's pairs as one batch.
+fn cpu_gradients<T: Float>(
+    x: &SeriesSet<T>,
+    y: &SeriesSet<T>,
+    params: SoftDtwParams<T>,
+    divergence: bool,
+    with_y: bool,
+) -> Result<PairedGradients<T>> {
+    if !divergence {
+        let (values, grad_x, grad_y) = cpu::paired_gradient(x, y, &params, with_y);
+        return Ok(PairedGradients {
+            values,
+            grad_x,
+            grad_y,
+            grad_xx: None,
+            grad_yy: None,
+        });
+    }
+    let (a, b) = divergence_batches(x, y)?;
+    let (values, mut grad_a, grad_b) = cpu::paired_gradient(&a, &b, &params, with_y);
+    let (x_values, y_values) = (x.total_samples() * x.dims(), y.total_samples() * y.dims());
+    // `a` is x, x, y; `b` is y, x, y.
+    let grad_yy = grad_a.split_off(2 * x_values);
+    let grad_xx = grad_a.split_off(x_values);
+    Ok(PairedGradients {
+        values,
+        grad_x: grad_a,
+        grad_y: grad_b.map(|mut g| {
+            g.truncate(y_values);
+            g
+        }),
+        grad_xx: Some(grad_xx),
+        grad_yy: with_y.then_some(grad_yy),
+    })
+}
+
+/// The flat gradient of a batch (laid out like its values, `offsets` its
+/// sample offsets) cut into one `len x dims` array per series.
+fn split<T: Float>(flat: &[T], offsets: &[u64], dims: usize) -> Vec<Array2<T>> {
+    let base = offsets[0] as usize;
+    offsets
+        .windows(2)
+        .map(|w| {
+            let (start, end) = (w[0] as usize - base, w[1] as usize - base);
+            let part = &flat[start * dims..end * dims];
+            Array2::from_shape_vec((end - start, dims), part.to_vec()).expect("gradient shape")
         })
         .collect()
+}
+
+/// The values of `pairs` pairs: Soft-DTW, or the divergence from the three
+/// values of each pair.
+fn combine_values<T: Float>(v: Vec<T>, pairs: usize, divergence: bool) -> Array1<T> {
+    if !divergence {
+        return Array1::from(v);
+    }
+    let n = pairs;
+    let two = T::ONE + T::ONE;
+    (0..n)
+        .map(|k| v[k] - (v[n + k] + v[2 * n + k]) / two)
+        .collect()
+}
+
+fn values<T: Float>(
+    inputs: Paired<T>,
+    metric: SoftDtw,
+    params: SoftDtwParams<T>,
+    options: &ComputeOptions,
+) -> Result<Array1<T>> {
+    let pairs = inputs.layout().0.len() - 1;
+    let v = inputs.values(params, metric.is_divergence(), options)?;
+    Ok(combine_values(v, pairs, metric.is_divergence()))
+}
+
+fn gradients<T: Float>(
+    inputs: Paired<T>,
+    metric: SoftDtw,
+    params: SoftDtwParams<T>,
+    options: &ComputeOptions,
+    with_y: bool,
+) -> Result<SoftDtwGradient<T>> {
+    let divergence = metric.is_divergence();
+    let result = inputs.gradients(params, divergence, with_y, options)?;
+    let (x, y, dims) = inputs.layout();
+    let grad_x = split(&result.grad_x, x, dims);
+    let grad_y = result.grad_y.map(|g| split(&g, y, dims));
+    if !divergence {
+        return Ok(SoftDtwGradient {
+            values: Array1::from(result.values),
+            grad_x,
+            grad_y,
+        });
+    }
+    // The gradient of sdtw(x, y) minus that of sdtw(x, x) with respect to
+    // its first argument, and likewise for y.
+    let minus = |g: Vec<Array2<T>>, own: Vec<Array2<T>>| -> Vec<Array2<T>> {
+        g.iter().zip(&own).map(|(g, own)| g - own).collect()
+    };
+    let own_x = split(
+        result.grad_xx.as_deref().expect("the divergence's"),
+        x,
+        dims,
+    );
+    let grad_y = match (grad_y, result.grad_yy) {
+        (Some(g), Some(own)) => Some(minus(g, split(&own, y, dims))),
+        _ => None,
+    };
+    Ok(SoftDtwGradient {
+        values: combine_values(result.values, x.len() - 1, true),
+        grad_x: minus(grad_x, own_x),
+        grad_y,
+    })
 }
 
 /// Soft-DTW of series `k` of `x` against series `k` of `y`, for every `k`:
@@ -211,24 +408,40 @@ fn split<T: Float>(flat: &[T], set: &SeriesSet<T>) -> Vec<Array2<T>> {
 /// On the GPU ([`crate::Device::Gpu`], or [`crate::Device::Auto`] when there is one) the
 /// kernel variant is [`ComputeOptions::gpu_variant`]'s (`stencil`, `warp`
 /// or `tiled`), else chosen from the lengths ([`crate::gpu::Gpu::choose_paired`]).
+/// Both batches are uploaded for the call; for batches already on the
+/// device see [`soft_dtw_pairs_resident`].
 pub fn soft_dtw_pairs<T: Float>(
     x: &SeriesSet<T>,
     y: &SeriesSet<T>,
     metric: SoftDtw,
     options: &ComputeOptions,
 ) -> Result<Array1<T>> {
-    check_paired(x, y)?;
+    check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
     let params = params::<T>(&metric)?;
-    if !metric.is_divergence() {
-        return Ok(Array1::from(paired_values(x, y, params, options)?));
-    }
-    let (a, b) = divergence_batches(x, y)?;
-    let v = paired_values(&a, &b, params, options)?;
-    let n = x.len();
-    let two = T::ONE + T::ONE;
-    Ok((0..n)
-        .map(|k| v[k] - (v[n + k] + v[2 * n + k]) / two)
-        .collect())
+    values(Paired::host(x, y, options)?, metric, params, options)
+}
+
+/// [`soft_dtw_pairs`] of two resident sets ([`crate::upload`]), computed
+/// where they live, without moving them: on the GPU the kernels read the
+/// device sets and only the outputs (and the warp kernel's borders) are
+/// allocated, in chunks that fit `options.gpu_memory_budget`; the
+/// divergence's `sdtw(x_k, x_k)` and `sdtw(y_k, y_k)` are pairs of a set
+/// with itself. The results are those of [`soft_dtw_pairs`] on the same
+/// batches, bit for bit. On the CPU (sets uploaded for it) this is
+/// [`soft_dtw_pairs`] of the host copies.
+///
+/// Errors: as [`soft_dtw_pairs`]; sets that live in different places (one
+/// on the GPU, one on the CPU), or an `options.device` that disagrees with
+/// where they live (`Auto` always agrees).
+pub fn soft_dtw_pairs_resident<T: Float>(
+    x: &ResidentSet<T>,
+    y: &ResidentSet<T>,
+    metric: SoftDtw,
+    options: &ComputeOptions,
+) -> Result<Array1<T>> {
+    check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
+    let params = params::<T>(&metric)?;
+    values(Paired::resident(x, y, options)?, metric, params, options)
 }
 
 /// [`soft_dtw_pairs`] and its gradients: with respect to each `x_k`, and to
@@ -241,7 +454,8 @@ pub fn soft_dtw_pairs<T: Float>(
 ///
 /// On the GPU each pair's cost matrix is kept in device memory
 /// ([`soft_dtw_gradient_bytes_per_pair`]); batches run in chunks that fit,
-/// and a pair that alone does not fit the memory budget is an error.
+/// and a pair that alone does not fit the memory budget is an error. For
+/// batches already on the device see [`soft_dtw_pairs_gradient_resident`].
 pub fn soft_dtw_pairs_gradient<T: Float>(
     x: &SeriesSet<T>,
     y: &SeriesSet<T>,
@@ -249,32 +463,39 @@ pub fn soft_dtw_pairs_gradient<T: Float>(
     options: &ComputeOptions,
     with_respect_to_y: bool,
 ) -> Result<SoftDtwGradient<T>> {
-    check_paired(x, y)?;
+    check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
     let params = params::<T>(&metric)?;
-    if !metric.is_divergence() {
-        let (values, grad_a, grad_b) = paired_gradient(x, y, params, with_respect_to_y, options)?;
-        return Ok(SoftDtwGradient {
-            values: Array1::from(values),
-            grad_x: split(&grad_a, x),
-            grad_y: grad_b.map(|g| split(&g, y)),
-        });
-    }
-    let (a, b) = divergence_batches(x, y)?;
-    let (v, grad_a, grad_b) = paired_gradient(&a, &b, params, with_respect_to_y, options)?;
-    let n = x.len();
-    let two = T::ONE + T::ONE;
-    let ga = split(&grad_a, &a);
-    let values = (0..n)
-        .map(|k| v[k] - (v[n + k] + v[2 * n + k]) / two)
-        .collect();
-    let grad_x = (0..n).map(|k| &ga[k] - &ga[n + k]).collect();
-    let grad_y = grad_b.map(|g| {
-        let gb = split(&g, &b);
-        (0..n).map(|k| &gb[k] - &ga[2 * n + k]).collect()
-    });
-    Ok(SoftDtwGradient {
-        values,
-        grad_x,
-        grad_y,
-    })
+    gradients(
+        Paired::host(x, y, options)?,
+        metric,
+        params,
+        options,
+        with_respect_to_y,
+    )
+}
+
+/// [`soft_dtw_pairs_gradient`] of two resident sets, computed where they
+/// live (see [`soft_dtw_pairs_resident`]): on the GPU only the outputs
+/// (values and gradients, for the whole batch) and the stored cost matrices
+/// (in chunks that fit `options.gpu_memory_budget` besides the outputs)
+/// are allocated. The results are those of [`soft_dtw_pairs_gradient`] on
+/// the same batches, bit for bit.
+///
+/// Errors: as [`soft_dtw_pairs_gradient`] and [`soft_dtw_pairs_resident`].
+pub fn soft_dtw_pairs_gradient_resident<T: Float>(
+    x: &ResidentSet<T>,
+    y: &ResidentSet<T>,
+    metric: SoftDtw,
+    options: &ComputeOptions,
+    with_respect_to_y: bool,
+) -> Result<SoftDtwGradient<T>> {
+    check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
+    let params = params::<T>(&metric)?;
+    gradients(
+        Paired::resident(x, y, options)?,
+        metric,
+        params,
+        options,
+        with_respect_to_y,
+    )
 }

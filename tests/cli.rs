@@ -581,6 +581,74 @@ fn gpu_bench_resident_and_streamed_modes() {
     }
 }
 
+/// `--paired --resident` keeps both Soft-DTW batches on a GPU: without
+/// one it is a usage error, before any work.
+#[test]
+fn bench_paired_resident_needs_a_gpu() {
+    let mut command = timewarp();
+    command.args([
+        "bench",
+        "--metric",
+        "soft-dtw",
+        "--paired",
+        "--gradient",
+        "--resident",
+        "--device",
+        "cpu",
+        "--lengths",
+        "8",
+        "--count",
+        "3",
+        "--repeats",
+        "1",
+    ]);
+    expect_failure(&mut command, &["--resident", "needs --device gpu"], 2);
+}
+
+/// On a GPU, paired Soft-DTW rows (values, and with their gradient) are
+/// `resident` with `--resident` (both batches uploaded once) and
+/// `streamed` without.
+#[test]
+fn gpu_bench_paired_resident_and_streamed_modes() {
+    if !common::gpu_available("gpu_bench_paired_resident_and_streamed_modes") {
+        return;
+    }
+    for (resident, expected) in [(true, "resident"), (false, "streamed")] {
+        for (gradient, label) in [(false, "soft-dtw/paired"), (true, "soft-dtw/paired+grad")] {
+            let mut command = timewarp();
+            command.args([
+                "bench",
+                "--device",
+                "gpu",
+                "--metric",
+                "soft-dtw",
+                "--paired",
+                "--lengths",
+                "24",
+                "--count",
+                "10",
+                "--repeats",
+                "1",
+                "--json",
+            ]);
+            if gradient {
+                command.arg("--gradient");
+            }
+            if resident {
+                command.arg("--resident");
+            }
+            let rows: Vec<BenchRow> = serde_json::from_str(&stdout_of(&mut command)).unwrap();
+            // The paired variants: warp and stencil.
+            assert_eq!(rows.len(), 2);
+            for row in &rows {
+                assert_eq!(row.metric, label);
+                assert!(row.seconds > 0.0 && row.gcups > 0.0);
+                assert_eq!(row.mode.as_deref(), Some(expected), "{}", row.backend);
+            }
+        }
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct WorkloadRow {
     queries: usize,

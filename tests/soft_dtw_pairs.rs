@@ -5,7 +5,10 @@
 //! the divergence (0 for a series with itself, its gradient against finite
 //! differences of the oracle's divergence); the gradient against finite
 //! differences of the backend's own values; stability with gamma 1e-3 and
-//! costs of 1e4; chunked batches; the errors of bad input.
+//! costs of 1e4; chunked batches; the errors of bad input. Resident sets
+//! (`soft_dtw_pairs_resident`, `soft_dtw_pairs_gradient_resident`) give
+//! the host batches' results bit for bit (the same kernels on the same
+//! pairs; on the CPU, the same code), in chunks too, with their own errors.
 //!
 //! Tolerances. Values: `common::tolerance` of `common::error_scale` (f64:
 //! 1e-12 of the scale; f32: `4 (n + m)(d + 2) u`), plus for f32 the fast
@@ -21,8 +24,9 @@ mod common;
 use common::*;
 use ndarray::Array2;
 use timewarp::{
-    oracle, soft_dtw_pairs, soft_dtw_pairs_gradient, ComputeOptions, Device, Error, Float, Metric,
-    SeriesSet, SoftDtw,
+    oracle, soft_dtw_pairs, soft_dtw_pairs_gradient, soft_dtw_pairs_gradient_resident,
+    soft_dtw_pairs_resident, upload, ComputeOptions, Device, Error, Float, Metric, SeriesSet,
+    SoftDtw,
 };
 
 /// Extra f32 error of the GPU's fast soft-min: per cell at most
@@ -468,6 +472,238 @@ fn gradient_beyond_shared_memory(options: ComputeOptions) {
     check_gradients::<f64>(&options, &x, &y, 1.0, None, "rings in global memory");
 }
 
+/// Both batches uploaded for `options` (asserting where they live).
+fn uploaded<T: Float>(
+    options: &ComputeOptions,
+    x: &SeriesSet<T>,
+    y: &SeriesSet<T>,
+) -> (timewarp::ResidentSet<T>, timewarp::ResidentSet<T>) {
+    let (rx, ry) = (upload(x, options).unwrap(), upload(y, options).unwrap());
+    let on_gpu = options.device == Device::Gpu;
+    assert_eq!((rx.on_gpu(), ry.on_gpu()), (on_gpu, on_gpu));
+    (rx, ry)
+}
+
+/// Resident values and gradients of `x` against `y` (and of `x` against
+/// itself) in precision `T` equal the host batches', bit for bit.
+fn check_resident<T: Float>(
+    options: &ComputeOptions,
+    x: &SeriesSet<f64>,
+    y: &SeriesSet<f64>,
+    context: &str,
+) {
+    let (x, y) = (x.cast::<T>().unwrap(), y.cast::<T>().unwrap());
+    let (rx, ry) = uploaded(options, &x, &y);
+    for soft in [
+        metric(0.1, None),
+        metric(1.0, Some(5)),
+        metric(0.5, None).divergence(),
+        metric(1.0, Some(3)).divergence(),
+    ] {
+        let here = format!("{context}: {soft:?} {}", T::NAME);
+        let expected = soft_dtw_pairs(&x, &y, soft, options).unwrap();
+        let got = soft_dtw_pairs_resident(&rx, &ry, soft, options).unwrap();
+        assert_eq!(got, expected, "{here}: values");
+        let itself = soft_dtw_pairs_resident(&rx, &rx, soft, options).unwrap();
+        assert_eq!(
+            itself,
+            soft_dtw_pairs(&x, &x, soft, options).unwrap(),
+            "{here}: x against itself"
+        );
+        if soft.is_divergence() {
+            assert!(itself.iter().all(|&v| v == T::ZERO), "{here}: D(x, x)");
+        }
+        // The gradient has one kernel: once, with the default variant.
+        if options.gpu_variant.is_none() {
+            for with_y in [false, true] {
+                let expected = soft_dtw_pairs_gradient(&x, &y, soft, options, with_y).unwrap();
+                let got =
+                    soft_dtw_pairs_gradient_resident(&rx, &ry, soft, options, with_y).unwrap();
+                assert_eq!(got, expected, "{here}: gradients, with y {with_y}");
+            }
+        }
+    }
+}
+
+/// Resident sets against the host batches: unequal lengths (1 to 200),
+/// dims 1 and 3, f64 and f32, bands, the divergence.
+fn resident_equals_host(options: ComputeOptions) {
+    let shapes = [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (2, 2),
+        (33, 33),
+        (33, 17),
+        (5, 33),
+        (128, 90),
+        (40, 200),
+    ];
+    for dims in [1, 3] {
+        let (x, y) = batches(200 + dims as u64, &shapes, dims, 1.0);
+        let context = format!("resident, dims {dims}");
+        check_resident::<f64>(&options, &x, &y, &context);
+        check_resident::<f32>(&options, &x, &y, &context);
+    }
+    // A resident set as both sides of every pair.
+    let (x, _) = batches(210, &[(7, 7), (50, 50)], 2, 1.0);
+    let (rx, _) = uploaded(&options, &x, &x);
+    let soft = metric(0.3, Some(4));
+    assert_eq!(
+        soft_dtw_pairs_resident(&rx, &rx, soft, &options).unwrap(),
+        soft_dtw_pairs(&x, &x, soft, &options).unwrap()
+    );
+}
+
+/// Memory budgets that cut the resident batch into many chunks (the
+/// budget bounds what the call allocates besides the resident sets) give
+/// the host batches' results in one piece; one too small for the outputs
+/// is an error.
+fn resident_chunked_equals_whole(options: ComputeOptions) {
+    let lengths_x: Vec<usize> = (0..40).map(|k| 1 + (k * 7) % 45).collect();
+    let lengths_y: Vec<usize> = (0..40).map(|k| 2 + (k * 5) % 60).collect();
+    let shapes: Vec<_> = lengths_x.into_iter().zip(lengths_y).collect();
+    let (x, y) = batches(220, &shapes, 2, 1.0);
+    let (rx, ry) = uploaded(&options, &x, &y);
+    let budget = |bytes| ComputeOptions {
+        gpu_memory_budget: Some(bytes),
+        ..options
+    };
+    for soft in [metric(0.5, None), metric(0.5, Some(6)).divergence()] {
+        // Values: a few pairs a chunk.
+        assert_eq!(
+            soft_dtw_pairs_resident(&rx, &ry, soft, &budget(256)).unwrap(),
+            soft_dtw_pairs(&x, &y, soft, &options).unwrap(),
+            "{soft:?}"
+        );
+        if options.gpu_variant.is_some() {
+            continue;
+        }
+        // Gradients: the outputs (about 70 KB) and a few cost matrices a
+        // chunk.
+        assert_eq!(
+            soft_dtw_pairs_gradient_resident(&rx, &ry, soft, &budget(128 << 10), true).unwrap(),
+            soft_dtw_pairs_gradient(&x, &y, soft, &options, true).unwrap(),
+            "{soft:?}"
+        );
+        if options.device == Device::Gpu {
+            let error = soft_dtw_pairs_gradient_resident(&rx, &ry, soft, &budget(4 << 10), false)
+                .unwrap_err();
+            assert!(error.to_string().contains("device memory"), "{error}");
+            // Less than one output value (a pair a chunk still takes one).
+            let error = soft_dtw_pairs_resident(&rx, &ry, soft, &budget(4)).unwrap_err();
+            assert!(error.to_string().contains("device memory"), "{error}");
+        }
+    }
+}
+
+/// The errors of resident paired sets: counts and dims that differ, a
+/// gamma that does not fit, a device that disagrees with where the sets
+/// live; on a GPU also sets in different places and a matrix-only variant.
+fn resident_errors(options: ComputeOptions) {
+    let (x, y) = batches(230, &[(3, 4), (5, 6)], 2, 1.0);
+    let (_, flat) = batches(231, &[(3, 4), (5, 6)], 1, 1.0);
+    let (rx, ry) = uploaded(&options, &x, &y);
+    let one = upload(&x.slice(0..1), &options).unwrap();
+    let flat = upload(&flat, &options).unwrap();
+    let soft = metric(1.0, None);
+    for error in [
+        soft_dtw_pairs_resident(&rx, &one, soft, &options).unwrap_err(),
+        soft_dtw_pairs_gradient_resident(&one, &ry, soft.divergence(), &options, true).unwrap_err(),
+    ] {
+        assert!(matches!(error, Error::InvalidInput(_)), "{error}");
+        assert!(error.to_string().contains("as many series"), "{error}");
+    }
+    for error in [
+        soft_dtw_pairs_resident(&rx, &flat, soft, &options).unwrap_err(),
+        soft_dtw_pairs_gradient_resident(&rx, &flat, soft, &options, false).unwrap_err(),
+    ] {
+        assert!(
+            matches!(
+                error,
+                Error::DimensionMismatch {
+                    first: 2,
+                    second: 1
+                }
+            ),
+            "{error}"
+        );
+    }
+    let (x32, y32) = uploaded(
+        &options,
+        &x.cast::<f32>().unwrap(),
+        &y.cast::<f32>().unwrap(),
+    );
+    let error = soft_dtw_pairs_resident(&x32, &y32, metric(1e-40, None), &options).unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidParameter { name: "gamma", .. }),
+        "{error}"
+    );
+    // Sets uploaded for one device, options asking for the other.
+    let (other, lives) = match options.device {
+        Device::Gpu => (Device::Cpu, "GPU memory"),
+        _ => (Device::Gpu, "host memory"),
+    };
+    let elsewhere = ComputeOptions {
+        device: other,
+        ..options
+    };
+    for error in [
+        soft_dtw_pairs_resident(&rx, &ry, soft, &elsewhere).unwrap_err(),
+        soft_dtw_pairs_gradient_resident(&rx, &ry, soft, &elsewhere, true).unwrap_err(),
+    ] {
+        assert!(matches!(error, Error::InvalidInput(_)), "{error}");
+        assert!(error.to_string().contains(lives), "{error}");
+    }
+    if options.device != Device::Gpu {
+        return;
+    }
+    // One set on the GPU, the other on the CPU: with any device.
+    let on_cpu = upload(&y, &ComputeOptions::on(Device::Cpu)).unwrap();
+    for device in [Device::Auto, Device::Gpu, Device::Cpu] {
+        let options = ComputeOptions { device, ..options };
+        for error in [
+            soft_dtw_pairs_resident(&rx, &on_cpu, soft, &options).unwrap_err(),
+            soft_dtw_pairs_gradient_resident(&on_cpu, &rx, soft, &options, false).unwrap_err(),
+        ] {
+            assert!(matches!(error, Error::InvalidInput(_)), "{error}");
+            assert!(error.to_string().contains("same place"), "{error}");
+        }
+    }
+    let naive = ComputeOptions {
+        gpu_variant: Some("naive"),
+        ..options
+    };
+    let error = soft_dtw_pairs_resident(&rx, &ry, soft, &naive).unwrap_err();
+    assert!(error.to_string().contains("naive"), "{error}");
+    let nonsense = ComputeOptions {
+        gpu_variant: Some("nonsense"),
+        ..options
+    };
+    assert!(soft_dtw_pairs_resident(&rx, &ry, soft, &nonsense).is_err());
+}
+
+/// GPU only: long pairs, where the default takes the tiled kernel (values)
+/// and the gradient keeps its rings in global memory, resident == host.
+fn resident_long_pairs(options: ComputeOptions) {
+    let (x, y) = batches(240, &[(3000, 2500)], 1, 1.0);
+    let (rx, ry) = uploaded(&options, &x, &y);
+    for soft in [metric(0.1, None), metric(1.0, Some(200)).divergence()] {
+        assert_eq!(
+            soft_dtw_pairs_resident(&rx, &ry, soft, &options).unwrap(),
+            soft_dtw_pairs(&x, &y, soft, &options).unwrap(),
+            "{soft:?}"
+        );
+    }
+    let (x, y) = batches(241, &[(5000, 4900)], 1, 1.0);
+    let (rx, ry) = uploaded(&options, &x, &y);
+    let soft = metric(1.0, None);
+    assert_eq!(
+        soft_dtw_pairs_gradient_resident(&rx, &ry, soft, &options, true).unwrap(),
+        soft_dtw_pairs_gradient(&x, &y, soft, &options, true).unwrap()
+    );
+}
+
 macro_rules! cpu_and_gpu {
     ($module:ident, $variant:expr, [$($scenario:ident),* $(,)?]) => {
         mod $module {
@@ -502,6 +738,9 @@ mod cpu {
         chunked_equals_whole,
         bad_input_is_an_error,
         matrices_with_band_and_divergence,
+        resident_equals_host,
+        resident_chunked_equals_whole,
+        resident_errors,
     );
 }
 
@@ -523,6 +762,10 @@ cpu_and_gpu!(
         matrices_with_band_and_divergence,
         length_4096,
         gradient_beyond_shared_memory,
+        resident_equals_host,
+        resident_chunked_equals_whole,
+        resident_errors,
+        resident_long_pairs,
     ]
 );
 // Each forward variant on the value scenarios (the gradient has one kernel).
@@ -537,6 +780,8 @@ cpu_and_gpu!(
         chunked_equals_whole,
         matrices_with_band_and_divergence,
         length_4096,
+        resident_equals_host,
+        resident_chunked_equals_whole,
     ]
 );
 cpu_and_gpu!(
@@ -549,6 +794,8 @@ cpu_and_gpu!(
         divergence_values,
         chunked_equals_whole,
         matrices_with_band_and_divergence,
+        resident_equals_host,
+        resident_chunked_equals_whole,
     ]
 );
 cpu_and_gpu!(
@@ -558,5 +805,6 @@ cpu_and_gpu!(
         values_short_and_unequal,
         stable_for_small_gamma_and_large_costs,
         divergence_values,
+        resident_equals_host,
     ]
 );

@@ -67,6 +67,9 @@ const KEEP_PINNED_BYTES: usize = 2 * STAGING_BYTES;
 /// every computation against it until it is dropped.
 pub struct DeviceSeriesSet<T> {
     image: DeviceImage<T>,
+    /// The `len + 1` sample offsets, also on the host: the lengths the
+    /// paired computations plan with.
+    offsets: Vec<u64>,
     max_len: usize,
     min_len: usize,
 }
@@ -106,6 +109,100 @@ impl<T: Float> DeviceSeriesSet<T> {
     pub fn device_bytes(&self) -> usize {
         self.image.layout.bytes()
     }
+
+    /// The `len + 1` sample offsets of its series (the first 0).
+    pub(crate) fn offsets(&self) -> &[u64] {
+        &self.offsets
+    }
+
+    /// The set as the paired kernels read it.
+    pub(super) fn batch(&self) -> DeviceBatch<'_, T> {
+        DeviceBatch {
+            base: self.image.base,
+            layout: self.image.layout,
+            offsets: &self.offsets,
+            memory: PhantomData,
+        }
+    }
+}
+
+/// Series in device memory as the paired kernels (`soft_dtw.rs`) read
+/// them: a device image (a resident set, or a range of a host batch
+/// uploaded for one call) and its offsets on the host, from which the host
+/// plans launches and sizes outputs. It borrows what owns the image.
+pub(super) struct DeviceBatch<'a, T> {
+    base: sys::CUdeviceptr,
+    layout: Layout,
+    /// `len + 1` sample offsets; only their differences count (those of an
+    /// uploaded range start where the range starts in its host batch).
+    offsets: &'a [u64],
+    memory: PhantomData<&'a T>,
+}
+
+impl<'a, T> DeviceBatch<'a, T> {
+    /// The `len + 1` sample offsets of its series.
+    pub(super) fn offsets(&self) -> &'a [u64] {
+        self.offsets
+    }
+
+    /// Dimensions of each sample.
+    pub(super) fn dims(&self) -> usize {
+        self.layout.dims
+    }
+
+    /// Values of all its samples (`samples * dims`): what a gradient with
+    /// respect to it holds, laid out like its values, at the positions the
+    /// kernels compute from its device offsets.
+    pub(super) fn values(&self) -> usize {
+        self.layout.samples * self.layout.dims
+    }
+
+    /// The kernels' view of its series `range`.
+    pub(super) fn view(&self, range: Range<usize>) -> SetRef<T> {
+        self.layout.set_ref(self.base, range.start, range.len())
+    }
+}
+
+/// Ranges of host batches uploaded for one computation, an image each, in
+/// one allocation ([`Gpu::upload_ranges`]).
+pub(super) struct Uploaded<T> {
+    allocation: CudaSlice<u8>,
+    /// Each image's address and layout.
+    images: Vec<(sys::CUdeviceptr, Layout)>,
+    /// The range's first series in its host batch.
+    first: usize,
+    element: PhantomData<T>,
+}
+
+/// Images of an upload start at multiples of this in its allocation.
+const UPLOAD_ALIGN: usize = 256;
+/// What an upload of two images may take beyond their bytes: their
+/// padding.
+pub(super) const UPLOAD_SLACK: usize = 2 * UPLOAD_ALIGN;
+
+impl<T: Float> Uploaded<T> {
+    /// Bytes of device memory it holds.
+    pub(super) fn bytes(&self) -> usize {
+        self.allocation.len()
+    }
+
+    /// Image `index` as the paired kernels read it; `set` is the host
+    /// batch it was uploaded from.
+    pub(super) fn batch<'a>(&'a self, index: usize, set: &'a SeriesSet<T>) -> DeviceBatch<'a, T> {
+        let (base, layout) = self.images[index];
+        DeviceBatch {
+            base,
+            layout,
+            offsets: &set.parts().1[self.first..=self.first + layout.count],
+            memory: PhantomData,
+        }
+    }
+}
+
+/// Bytes of the device image of series `range` of `set` (offsets, values,
+/// timestamps): what uploading them takes.
+pub(super) fn image_bytes<T: Float>(set: &SeriesSet<T>, range: Range<usize>) -> usize {
+    Layout::of(set, &range).bytes()
 }
 
 /// Where the parts of a range of series lie in its device image: `count + 1`
@@ -177,6 +274,12 @@ struct Image<'a> {
     offsets: &'a [u64],
     values: &'a [u8],
     times: &'a [u8],
+}
+
+fn as_bytes_u64(values: &[u64]) -> &[u8] {
+    // SAFETY: u64 is plain bytes with no padding; the length is the
+    // slice's own size in bytes.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) }
 }
 
 fn as_bytes<T: Float>(values: &[T]) -> &[u8] {
@@ -1164,8 +1267,63 @@ impl Gpu {
         let image = Pipeline::new(self, sizes)?.upload(set, all)?;
         Ok(DeviceSeriesSet {
             image,
+            offsets: set.parts().1.to_vec(),
             max_len: set.max_len(),
             min_len: set.min_len(),
+        })
+    }
+
+    /// Series `range` of each of `sets`, uploaded for one computation: an
+    /// image each, in one allocation, copied on the GPU's stream straight
+    /// from the batches' own arrays (their offsets rebased). The caller
+    /// holds the GPU's lock and runs the kernels that read the images on
+    /// the same stream.
+    pub(super) fn upload_ranges<T: Float>(
+        &self,
+        sets: &[&SeriesSet<T>],
+        range: Range<usize>,
+    ) -> Result<Uploaded<T>> {
+        debug_assert!(sets.len() <= UPLOAD_SLACK / UPLOAD_ALIGN);
+        let images: Vec<Image> = sets.iter().map(|set| Image::new(set, &range)).collect();
+        let mut starts = Vec::with_capacity(images.len());
+        let mut total = 0;
+        for image in &images {
+            starts.push(total);
+            total = (total + image.layout.bytes()).next_multiple_of(UPLOAD_ALIGN);
+        }
+        let stream = &self.stream;
+        // SAFETY: every byte of the images is copied in below before any
+        // kernel reads it.
+        let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
+        let base = allocation.device_ptr(stream).0;
+        let mut placed = Vec::with_capacity(images.len());
+        for (image, start) in images.iter().zip(starts) {
+            let at = base + start as u64;
+            let first = image.offsets[0];
+            let offsets: Vec<u64> = image.offsets.iter().map(|&o| o - first).collect();
+            let layout = image.layout;
+            for (offset, bytes) in [
+                (0, as_bytes_u64(&offsets)),
+                (layout.values_at(), image.values),
+                (layout.times_at(), image.times),
+            ] {
+                if !bytes.is_empty() {
+                    // SAFETY: the allocation holds the image's bytes at
+                    // `at`; the copy from pageable memory has read `bytes`
+                    // when it returns.
+                    unsafe {
+                        driver::memcpy_htod_async(at + offset as u64, bytes, stream.cu_stream())
+                    }
+                    .map_err(gpu_error)?;
+                }
+            }
+            placed.push((at, layout));
+        }
+        Ok(Uploaded {
+            allocation,
+            images: placed,
+            first: range.start,
+            element: PhantomData,
         })
     }
 

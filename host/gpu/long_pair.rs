@@ -7,7 +7,7 @@ use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;
 use timewarp_kernels::warp::{diagonal_tiles, tile_counts, Pipeline, TileGrid, LANES};
-use timewarp_kernels::{PipelineLaunch, TileLaunch};
+use timewarp_kernels::{PipelineLaunch, SetRef, TileLaunch};
 
 /// The tiled kernels' stripe for `columns` columns: the widest that still
 /// gives `TILED_MIN_BANDS` bands or tiles side by side, else the narrowest.
@@ -90,21 +90,50 @@ impl Gpu {
         budget: usize,
     ) -> Result<T> {
         let (n, m) = (a.max_len(), b.max_len());
-        let stripe = tiled_stripe(measure, T::NAME, m);
-        let bands = m.div_ceil(LANES * stripe);
-        check_fits(n, m, pair_bytes(a, b, 2 * (n + 1), bands + 1), budget)?;
-        let kernel = format!("tiled{stripe}");
-        let function = self.function(&entry_name(measure, &kernel, a.dims(), T::NAME))?;
+        let (borders, flags) = pipelined_workspace(measure, T::NAME, n, m);
+        check_fits(n, m, pair_bytes(a, b, borders, flags), budget)?;
         let stream = &self.stream;
         let (a_set, b_set) = (self.upload(a)?, self.upload(b)?);
-        let borders = stream.alloc_zeros::<T>(2 * (n + 1)).map_err(gpu_error)?;
-        let flags = stream.alloc_zeros::<u32>(bands + 1).map_err(gpu_error)?;
+        self.pair_pipelined_on(
+            measure,
+            params,
+            (a_set.set_ref(stream), b_set.set_ref(stream)),
+            (n, m),
+            budget,
+        )
+    }
+
+    /// [`Gpu::pair_pipelined`] of the single series of each of `pair`,
+    /// already on the device, of lengths `n` and `m`; `budget` bounds the
+    /// workspace it allocates. Returns once the value is back (the series
+    /// may be freed then).
+    pub(super) fn pair_pipelined_on<T: Float, P: Copy>(
+        &self,
+        measure: &str,
+        params: P,
+        (a, b): (SetRef<T>, SetRef<T>),
+        (n, m): (usize, usize),
+        budget: usize,
+    ) -> Result<T> {
+        debug_assert!(a.count == 1 && b.count == 1);
+        let stripe = tiled_stripe(measure, T::NAME, m);
+        let bands = m.div_ceil(LANES * stripe);
+        let (border_values, flag_count) = pipelined_workspace(measure, T::NAME, n, m);
+        let workspace = border_values * std::mem::size_of::<T>()
+            + flag_count * std::mem::size_of::<u32>()
+            + std::mem::size_of::<T>();
+        check_fits(n, m, workspace, budget)?;
+        let kernel = format!("tiled{stripe}");
+        let function = self.function(&entry_name(measure, &kernel, a.dims as usize, T::NAME))?;
+        let stream = &self.stream;
+        let borders = stream.alloc_zeros::<T>(border_values).map_err(gpu_error)?;
+        let flags = stream.alloc_zeros::<u32>(flag_count).map_err(gpu_error)?;
         let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
         let out_ptr = poison(stream, &mut out)?;
         let flags_ptr = flags.device_ptr(stream).0 as *mut u32;
         let launch = PipelineLaunch {
-            a: a_set.set_ref(stream),
-            b: b_set.set_ref(stream),
+            a,
+            b,
             params,
             pipeline: Pipeline {
                 borders: borders.device_ptr(stream).0 as *mut T,
@@ -119,7 +148,8 @@ impl Gpu {
         // the order the warps start, so none waits for a warp not running.
         let blocks = bands.div_ceil(warps_per_block) as u32;
         // SAFETY: the borders hold 2 (n + 1) values, the flags bands + 1
-        // zeroed counters, `out` one value; the series are uploaded.
+        // zeroed counters, `out` one value; the caller's series are on the
+        // device.
         unsafe { self.launch(&function, blocks, THREADS_PER_BLOCK, launch) }?;
         Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
     }
@@ -182,9 +212,21 @@ impl Gpu {
     }
 }
 
+/// The workspace of [`Gpu::pair_pipelined`] for an `n x m` pair: border
+/// values (two columns of `n + 1`) and counters (one a band, and one).
+pub(super) fn pipelined_workspace(
+    measure: &str,
+    precision: &str,
+    n: usize,
+    m: usize,
+) -> (usize, usize) {
+    let stripe = tiled_stripe(measure, precision, m);
+    (2 * (n + 1), m.div_ceil(LANES * stripe) + 1)
+}
+
 /// A pair that does not fit the budget is an error before anything is
 /// allocated.
-fn check_fits(n: usize, m: usize, bytes: usize, budget: usize) -> Result<()> {
+pub(super) fn check_fits(n: usize, m: usize, bytes: usize, budget: usize) -> Result<()> {
     if bytes > budget {
         return Err(Error::Gpu(format!(
             "a pair of {n} x {m} samples needs {bytes} bytes of device memory, over the {budget} available"
