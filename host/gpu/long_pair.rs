@@ -2,7 +2,7 @@
 //! (pipelined column bands in one launch, or square tiles an anti-diagonal
 //! per launch). Device memory is linear in the lengths.
 
-use super::{entry_name, gpu_error, poison, tiled_stripes, Gpu, Variant, THREADS_PER_BLOCK};
+use super::{entry_name, gpu_error, poison, tiled_stripes, Gpu, Variant};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;
@@ -143,14 +143,16 @@ impl Gpu {
             },
             out: out_ptr as *mut T,
         };
-        let warps_per_block = THREADS_PER_BLOCK as usize / LANES;
         // A warp a band: the atomic band counter hands the bands out in
         // the order the warps start, so none waits for a warp not running.
-        let blocks = bands.div_ceil(warps_per_block) as u32;
+        // One warp a block, so that registers alone bound the warps an SM
+        // holds: with blocks of 4 warps a kernel of 170 registers a thread
+        // fits 2 blocks (8 warps), with blocks of 1 warp, 11.
+        let blocks = bands as u32;
         // SAFETY: the borders hold 2 (n + 1) values, the flags bands + 1
         // zeroed counters, `out` one value; the caller's series are on the
         // device.
-        unsafe { self.launch(&function, blocks, THREADS_PER_BLOCK, launch) }?;
+        unsafe { self.launch(&function, blocks, LANES as u32, launch) }?;
         Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
     }
 

@@ -54,6 +54,9 @@ impl<T: Real> Recurrence<T> for DtwParams {
     type Row = Sample<T>;
     type Column = Sample<T>;
 
+    /// A subtraction, a product, two minimums and a sum.
+    const CHEAP_CELL: bool = true;
+
     #[inline(always)]
     fn banded(&self) -> bool {
         self.band != Self::NO_BAND

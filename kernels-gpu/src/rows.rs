@@ -61,6 +61,13 @@ pub trait Recurrence<T: Real> {
     /// `block::block_value`) rather than follow the rows.
     const LATENCY_BOUND: bool = false;
 
+    /// Whether a cell is a handful of instructions (DTW's), so that what a
+    /// driver spends per step beside the cells weighs: the warp driver then
+    /// runs two steps per loop iteration, which spares the register moves
+    /// between steps but holds more registers. Measured on an H200: DTW
+    /// 9.5% faster with it, TWED 3.7% slower.
+    const CHEAP_CELL: bool = false;
+
     /// Whether [`Recurrence::columns`] may exclude columns (a band); drivers
     /// skip the per-cell band test when it cannot.
     #[inline(always)]

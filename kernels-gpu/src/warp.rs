@@ -209,6 +209,9 @@ struct Wavefront<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> {
     row_lane: u32,
     working: bool,
     rows: u32,
+    /// Rows of the left border that hold values, from the block's first:
+    /// `rows`, or fewer where the border ends (`Block::left_end`).
+    left_rows: u32,
     /// The matrix column of the stripe's first cell.
     first: usize,
     columns: [M::Column; S],
@@ -233,17 +236,14 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
     #[inline(always)]
     unsafe fn left_chunk(&self, r: u32) -> T {
         let block = self.block;
-        if self.following {
-            let needed = block.row0 + (r + self.chunk_len).min(self.rows) as usize;
-            wait_for(self.warp, block.left_ready, needed.min(block.left_end));
+        // No wait where the border has no rows for this block: its writer
+        // never publishes them.
+        if self.following && self.left_rows > 0 {
+            let needed = block.row0 + (r + self.chunk_len).min(self.left_rows) as usize;
+            wait_for(self.warp, block.left_ready, needed);
         }
-        let row = block.row0 + 1 + (r + self.lane) as usize;
-        if self.has_left
-            && self.lane < self.chunk_len
-            && r + self.lane < self.rows
-            && row <= block.left_end
-        {
-            *block.left.add(row)
+        if self.has_left && self.lane < self.chunk_len && r + self.lane < self.left_rows {
+            *block.left.add(block.row0 + 1 + (r + self.lane) as usize)
         } else {
             T::INFINITY
         }
@@ -264,16 +264,17 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
         let mut t = 0;
         while t < steps {
             if t == full_from {
-                // Two steps an iteration: each step's new cells take other
-                // registers than the ones they replace (the next cell still
-                // reads the old as its diagonal), and a second step moves
-                // them back in place of the moves a loop would need.
-                while t + 1 < rows {
+                // For cheap cells, two steps an iteration: each step's new
+                // cells take other registers than the ones they replace
+                // (the next cell still reads the old as its diagonal), and
+                // a second step moves them back in place of the moves a
+                // loop would need.
+                while M::CHEAP_CELL && t + 1 < rows {
                     self.step::<false, BANDED>(t);
                     self.step::<false, BANDED>(t + 1);
                     t += 2;
                 }
-                if t < rows {
+                while t < rows {
                     self.step::<false, BANDED>(t);
                     t += 1;
                 }
@@ -407,6 +408,7 @@ unsafe fn block_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         row_lane: lane.min(lanes_used - 1),
         working: lane < lanes_used,
         rows: block.rows as u32,
+        left_rows: block.left_end.saturating_sub(block.row0).min(block.rows) as u32,
         first,
         columns: from_fn(|k| measure.column(b, clamp(first + k))),
         cells: from_fn(|k| top(clamp(first + k))),
