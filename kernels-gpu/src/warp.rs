@@ -328,34 +328,28 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             up: T::INFINITY,
             left,
         };
-        if BANDED {
-            // Cell `k` is in the band when `lo <= first + k <= hi`: one
-            // unsigned 32-bit comparison of `first + k - lo` with `hi - lo`.
+        // Cell `k` is in the band when `lo <= first + k <= hi`: one unsigned
+        // 32-bit comparison of `first + k - lo` with `hi - lo`. Without a
+        // band (`BANDED` is a constant) the test folds away.
+        let (offset, span) = if BANDED {
             let (lo, hi) = self.measure.columns(i, self.a.len, self.b.len);
-            let offset = (self.first as u32).wrapping_sub(lo as u32);
-            let span = (hi - lo) as u32;
-            stripe_row(
-                self.measure,
-                self.a,
-                self.b,
-                &row,
-                &self.columns,
-                &mut self.cells,
-                neighbours,
-                |k| offset.wrapping_add(k as u32) <= span,
-            );
+            (
+                (self.first as u32).wrapping_sub(lo as u32),
+                (hi - lo) as u32,
+            )
         } else {
-            stripe_row(
-                self.measure,
-                self.a,
-                self.b,
-                &row,
-                &self.columns,
-                &mut self.cells,
-                neighbours,
-                |_| true,
-            );
-        }
+            (0, 0)
+        };
+        stripe_row(
+            self.measure,
+            self.a,
+            self.b,
+            &row,
+            &self.columns,
+            &mut self.cells,
+            neighbours,
+            |k| !BANDED || offset.wrapping_add(k as u32) <= span,
+        );
         self.diag = left;
         if !block.right.is_null() && self.lane as usize == W::LANES - 1 {
             *block.right.add(i) = self.cells[S - 1];
