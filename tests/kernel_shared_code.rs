@@ -2,7 +2,7 @@
 //! column ranges, and the row driver with interleaved (GPU-style) rows.
 
 use proptest::prelude::*;
-use timewarp_kernels::dtw::band_columns;
+use timewarp_kernels::dtw::{band_columns, band_rows};
 use timewarp_kernels::launch::{tile_pairs, triangle_pair};
 use timewarp_kernels::{pair_value, DtwParams, RowPair, Series, TwedParams};
 
@@ -59,6 +59,32 @@ proptest! {
             previous = Some((lo, hi));
         }
         prop_assert_eq!(band_columns(n, n, m, r).1, m, "the last cell is always reachable");
+    }
+
+    /// The rows a range of columns gets (what the warp driver's column
+    /// bands compute) are exactly the rows whose band meets the range, and
+    /// both ends never move up as the range moves right.
+    #[test]
+    fn band_rows_are_the_rows_whose_band_meets_the_columns(
+        n in 1usize..40,
+        m in 1usize..40,
+        r in 0usize..12,
+        width in 1usize..9,
+    ) {
+        let mut previous: Option<(usize, usize)> = None;
+        for first in (1..=m).step_by(width) {
+            let last = (first + width - 1).min(m);
+            let (lo, hi) = band_rows(first, last, n, m, r);
+            for i in 1..=n {
+                let (clo, chi) = band_columns(i, n, m, r);
+                let meets = clo <= last && first <= chi;
+                prop_assert_eq!(meets, (lo..=hi).contains(&i), "row {}, columns {}..={}", i, first, last);
+            }
+            if let Some((plo, phi)) = previous {
+                prop_assert!(lo >= plo && hi >= phi);
+            }
+            previous = Some((lo, hi));
+        }
     }
 }
 
