@@ -354,7 +354,7 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
         if !block.right.is_null() && self.lane as usize == W::LANES - 1 {
             *block.right.add(i) = self.cells[S - 1];
             if !block.right_ready.is_null()
-                && ((r + 1) % ready_rows::<W>() as u32 == 0 || r + 1 == self.rows)
+                && ((r + 1).is_multiple_of(ready_rows::<W>() as u32) || r + 1 == self.rows)
             {
                 // Release: the rows stored above are visible to whoever
                 // reads this count with acquire ordering.
