@@ -28,13 +28,6 @@ extern "C" {
     fn nanosleep(nanoseconds: u32);
 }
 
-/// All 32 lanes take part in every shuffle.
-const FULL_MASK: u32 = u32::MAX;
-
-/// The hardware warp: exchanges are `shfl.sync` instructions, one per 32
-/// bits of the value.
-struct GpuWarp;
-
 /// Moves `value` through `shuffle`, 32 bits at a time.
 #[inline(always)]
 unsafe fn shuffle_words<T: Real>(value: T, shuffle: impl Fn(i32) -> i32) -> T {
@@ -48,66 +41,13 @@ unsafe fn shuffle_words<T: Real>(value: T, shuffle: impl Fn(i32) -> i32) -> T {
     }
 }
 
-impl Warp for GpuWarp {
-    const LANES: usize = LANES;
+/// The hardware warp: exchanges are `shfl.sync` instructions, one per 32
+/// bits of the value (a sub-warp of all 32 lanes).
+type GpuWarp = GpuSubWarp<LANES>;
+const GPU_WARP: GpuWarp = GpuSubWarp { part: 0 };
 
-    #[inline(always)]
-    fn lane(&self) -> usize {
-        // SAFETY: reads a special register.
-        unsafe { _thread_idx_x() as usize % LANES }
-    }
-
-    #[inline(always)]
-    unsafe fn shuffle_up<T: Real>(&self, value: T) -> T {
-        // Clamp 0: lane 0 keeps its own value.
-        shuffle_words(value, |word| shfl_up_i32(FULL_MASK, word, 1, 0))
-    }
-
-    #[inline(always)]
-    unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T {
-        shuffle_words(value, |word| {
-            shfl_idx_i32(FULL_MASK, word, source as u32, LANES as u32 - 1)
-        })
-    }
-
-    #[inline(always)]
-    unsafe fn load_relaxed(&self, counter: *const u32) -> u32 {
-        let value: u32;
-        core::arch::asm!(
-            "ld.relaxed.gpu.global.u32 {value}, [{counter}];",
-            value = out(reg32) value,
-            counter = in(reg64) counter,
-        );
-        value
-    }
-
-    #[inline(always)]
-    fn fence_acquire(&self) {
-        // GPU scope: the default (system) scope of Rust's atomics makes
-        // every fence a system-wide memory barrier, thousands of cycles.
-        // SAFETY: a fence, no operands.
-        unsafe { core::arch::asm!("fence.acq_rel.gpu;") }
-    }
-
-    #[inline(always)]
-    unsafe fn store_release(&self, counter: *mut u32, value: u32) {
-        core::arch::asm!(
-            "st.release.gpu.global.u32 [{counter}], {value};",
-            counter = in(reg64) counter,
-            value = in(reg32) value,
-        );
-    }
-
-    #[inline(always)]
-    fn spin(&self) {
-        // Leave the SM's issue slots to the warps doing work meanwhile.
-        // SAFETY: only suspends this warp for about that long.
-        unsafe { nanosleep(32) }
-    }
-}
-
-/// Part of a hardware warp, `N` lanes (8 or 16), as a warp of its own:
-/// `32 / N` pairs of short series share a warp, each part running the
+/// Part of a hardware warp, `N` lanes (8, 16 or all 32), as a warp of its
+/// own: `32 / N` pairs of short series share a warp, each part running the
 /// wavefront over its `N` lanes, which takes `N - 1` steps to fill instead
 /// of 31 and gives each lane more columns for the same width. Exchanges
 /// stay inside the part (an `N`-lane shuffle segment) and name only its
@@ -162,6 +102,41 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
             shfl_idx_i32(mask, word, source as u32, segment)
         })
     }
+
+    #[inline(always)]
+    unsafe fn load_relaxed(&self, counter: *const u32) -> u32 {
+        let value: u32;
+        core::arch::asm!(
+            "ld.relaxed.gpu.global.u32 {value}, [{counter}];",
+            value = out(reg32) value,
+            counter = in(reg64) counter,
+        );
+        value
+    }
+
+    #[inline(always)]
+    fn fence_acquire(&self) {
+        // GPU scope: the default (system) scope of Rust's atomics makes
+        // every fence a system-wide memory barrier, thousands of cycles.
+        // SAFETY: a fence, no operands.
+        unsafe { core::arch::asm!("fence.acq_rel.gpu;") }
+    }
+
+    #[inline(always)]
+    unsafe fn store_release(&self, counter: *mut u32, value: u32) {
+        core::arch::asm!(
+            "st.release.gpu.global.u32 [{counter}], {value};",
+            counter = in(reg64) counter,
+            value = in(reg32) value,
+        );
+    }
+
+    #[inline(always)]
+    fn spin(&self) {
+        // Leave the SM's issue slots to the warps doing work meanwhile.
+        // SAFETY: only suspends this warp for about that long.
+        unsafe { nanosleep(32) }
+    }
 }
 
 /// One thread per pair, two rolling rows in global memory.
@@ -195,12 +170,12 @@ macro_rules! warp_kernel {
     ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
-            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GPU_WARP, global_warp());
         }
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name_1d(launch: PairsLaunch<$t, $params>) {
             univariate!(launch);
-            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GPU_WARP, global_warp());
         }
     };
 }
@@ -231,12 +206,12 @@ macro_rules! tiled_kernel {
     ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: PipelineLaunch<$t, $params>) {
-            launch.run::<GpuWarp, $stripe>(&GpuWarp);
+            launch.run::<GpuWarp, $stripe>(&GPU_WARP);
         }
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name_1d(launch: PipelineLaunch<$t, $params>) {
             univariate!(launch);
-            launch.run::<GpuWarp, $stripe>(&GpuWarp);
+            launch.run::<GpuWarp, $stripe>(&GPU_WARP);
         }
     };
 }
@@ -247,7 +222,7 @@ macro_rules! tiled_launches_kernel {
     ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: TileLaunch<$t, $params>) {
-            launch.run_tile::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+            launch.run_tile::<GpuWarp, $stripe>(&GPU_WARP, global_warp());
         }
     };
 }
@@ -533,7 +508,7 @@ macro_rules! pairwarp_kernel {
     ($name:ident, $t:ty, $params:ty, $stripe:literal) => {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(launch: BlockLaunch<$t, $params>) {
-            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GpuWarp, global_warp());
+            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GPU_WARP, global_warp());
         }
     };
 }
