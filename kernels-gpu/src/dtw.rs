@@ -44,6 +44,27 @@ pub fn band_rows(first: usize, last: usize, n: usize, m: usize, radius: usize) -
     (lo, hi)
 }
 
+/// [`band_columns`] for a radius that may be [`DtwParams::NO_BAND`]
+/// (every column), as DTW and Soft-DTW keep it.
+#[inline(always)]
+pub fn band_columns_of(band: u64, i: usize, n: usize, m: usize) -> (usize, usize) {
+    if band == DtwParams::NO_BAND {
+        (1, m)
+    } else {
+        band_columns(i, n, m, band as usize)
+    }
+}
+
+/// [`band_rows`] for a radius that may be [`DtwParams::NO_BAND`] (every row).
+#[inline(always)]
+pub fn band_rows_of(band: u64, first: usize, last: usize, n: usize, m: usize) -> (usize, usize) {
+    if band == DtwParams::NO_BAND {
+        (1, n)
+    } else {
+        band_rows(first, last, n, m, band as usize)
+    }
+}
+
 /// The DTW cell update.
 #[inline(always)]
 pub fn dtw_cell<T: Real>(cost: T, diag: T, up: T, left: T) -> T {
@@ -64,20 +85,12 @@ impl<T: Real> Recurrence<T> for DtwParams {
 
     #[inline(always)]
     fn columns(&self, i: usize, n: usize, m: usize) -> (usize, usize) {
-        if self.band == Self::NO_BAND {
-            (1, m)
-        } else {
-            band_columns(i, n, m, self.band as usize)
-        }
+        band_columns_of(self.band, i, n, m)
     }
 
     #[inline(always)]
     fn rows(&self, first: usize, last: usize, n: usize, m: usize) -> (usize, usize) {
-        if self.band == Self::NO_BAND {
-            (1, n)
-        } else {
-            band_rows(first, last, n, m, self.band as usize)
-        }
+        band_rows_of(self.band, first, last, n, m)
     }
 
     #[inline(always)]

@@ -152,15 +152,22 @@ macro_rules! naive_kernel {
     };
 }
 
-/// Launch parameters for a kernel's univariate twin (`_1d`): both sets'
-/// `dims` become the constant 1, so the drivers' multivariate paths fold
-/// away, and with them the registers they hold, which otherwise set the
-/// whole kernel's register count (and so how many warps fit an SM).
-macro_rules! univariate {
-    ($launch:ident) => {
-        let mut $launch = $launch;
-        $launch.a.dims = 1;
-        $launch.b.dims = 1;
+/// An entry point `$name` whose body is `$body` (taking its one parameter
+/// as `$launch`), and its univariate twin `$name_1d`: the same body after
+/// both sets' `dims` became the constant 1, so the drivers' multivariate
+/// paths fold away, and with them the registers they hold, which otherwise
+/// set the whole kernel's register count (and so how many warps fit an SM).
+macro_rules! with_univariate_twin {
+    ($name:ident, $name_1d:ident, $launch:ident: $ty:ty, $body:block) => {
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name($launch: $ty) $body
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name_1d($launch: $ty) {
+            let mut $launch = $launch;
+            $launch.a.dims = 1;
+            $launch.b.dims = 1;
+            $body
+        }
     };
 }
 
@@ -168,15 +175,9 @@ macro_rules! univariate {
 /// for univariate series.
 macro_rules! warp_kernel {
     ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+        with_univariate_twin!($name, $name_1d, launch: PairsLaunch<$t, $params>, {
             launch.run_pair_in_warp::<GpuWarp, $stripe>(&GPU_WARP, global_warp());
-        }
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name_1d(launch: PairsLaunch<$t, $params>) {
-            univariate!(launch);
-            launch.run_pair_in_warp::<GpuWarp, $stripe>(&GPU_WARP, global_warp());
-        }
+        });
     };
 }
 
@@ -184,19 +185,11 @@ macro_rules! warp_kernel {
 /// in registers.
 macro_rules! sub_warp_kernel {
     ($name:ident, $name_1d:ident, $t:ty, $params:ty, $lanes:literal, $stripe:literal) => {
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name(launch: PairsLaunch<$t, $params>) {
+        with_univariate_twin!($name, $name_1d, launch: PairsLaunch<$t, $params>, {
             let sub_warp = global_thread() / $lanes;
             let warp = GpuSubWarp::<$lanes>::of(sub_warp);
             launch.run_pair_in_warp::<_, $stripe>(&warp, sub_warp);
-        }
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name_1d(launch: PairsLaunch<$t, $params>) {
-            univariate!(launch);
-            let sub_warp = global_thread() / $lanes;
-            let warp = GpuSubWarp::<$lanes>::of(sub_warp);
-            launch.run_pair_in_warp::<_, $stripe>(&warp, sub_warp);
-        }
+        });
     };
 }
 
@@ -204,15 +197,9 @@ macro_rules! sub_warp_kernel {
 /// behind the band to its left; `$stripe` columns per lane.
 macro_rules! tiled_kernel {
     ($name:ident, $name_1d:ident, $t:ty, $params:ty, $stripe:literal) => {
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name(launch: PipelineLaunch<$t, $params>) {
+        with_univariate_twin!($name, $name_1d, launch: PipelineLaunch<$t, $params>, {
             launch.run::<GpuWarp, $stripe>(&GPU_WARP);
-        }
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $name_1d(launch: PipelineLaunch<$t, $params>) {
-            univariate!(launch);
-            launch.run::<GpuWarp, $stripe>(&GPU_WARP);
-        }
+        });
     };
 }
 

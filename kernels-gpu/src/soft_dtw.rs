@@ -2,7 +2,7 @@
 //! soft minimum `-gamma * ln(sum(exp(-x / gamma)))`, squared Euclidean cost,
 //! optional Sakoe-Chiba band; and its derivatives for the backward pass.
 
-use crate::dtw::{band_columns, band_rows};
+use crate::dtw::{band_columns_of, band_rows_of};
 use crate::{Differentiable, Neighbours, Real, Recurrence, Sample, Series};
 
 /// Soft-DTW parameters as the kernels receive them.
@@ -17,7 +17,8 @@ pub struct SoftDtwParams<T> {
 }
 
 impl<T> SoftDtwParams<T> {
-    pub const NO_BAND: u64 = u64::MAX;
+    /// The same as DTW's (the band functions of `dtw.rs` serve both).
+    pub const NO_BAND: u64 = crate::DtwParams::NO_BAND;
 
     /// Smoothing `gamma`, no band.
     pub fn new(gamma: T) -> Self {
@@ -81,20 +82,12 @@ impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
 
     #[inline(always)]
     fn columns(&self, i: usize, n: usize, m: usize) -> (usize, usize) {
-        if self.band == Self::NO_BAND {
-            (1, m)
-        } else {
-            band_columns(i, n, m, self.band as usize)
-        }
+        band_columns_of(self.band, i, n, m)
     }
 
     #[inline(always)]
     fn rows(&self, first: usize, last: usize, n: usize, m: usize) -> (usize, usize) {
-        if self.band == Self::NO_BAND {
-            (1, n)
-        } else {
-            band_rows(first, last, n, m, self.band as usize)
-        }
+        band_rows_of(self.band, first, last, n, m)
     }
 
     #[inline(always)]
