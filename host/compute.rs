@@ -3,7 +3,7 @@
 //! gradient.
 
 use crate::cpu::CpuMeasure;
-use crate::gpu::{DeviceSeriesSet, Gpu, Variant};
+use crate::gpu::{band_width, DeviceSeriesSet, Gpu, KernelParams, Variant};
 use crate::{cpu, Error, Float, Metric, Result, SeriesSet};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
@@ -148,7 +148,7 @@ macro_rules! with_params {
 }
 use with_params;
 
-fn run<T: Float, P: CpuMeasure<T> + Copy>(
+fn run<T: Float, P: CpuMeasure<T> + KernelParams>(
     backend: Backend,
     options: &ComputeOptions,
     params: P,
@@ -160,7 +160,7 @@ fn run<T: Float, P: CpuMeasure<T> + Copy>(
         Backend::Cpu => Ok(cpu::matrix(a, b, &params)),
         Backend::Gpu(gpu) => gpu.matrix(
             metric.name(),
-            gpu_variant(options, pairs(a, b), shortest(a, b))?,
+            gpu_variant(options, pairs(a, b), shortest(a, b), band_of(&params, a, b))?,
             params,
             a,
             b,
@@ -182,11 +182,31 @@ fn shortest<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>) -> usize {
     a.min_len().min(b.map_or(usize::MAX, |b| b.min_len()))
 }
 
+/// The most diagonals the band of `params` (if any) takes in a pair of `a`
+/// and `b` (or `a` and `a`).
+fn band_of<T: Float>(
+    params: &impl KernelParams,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+) -> Option<usize> {
+    let lengths = |set: &SeriesSet<T>| (set.min_len(), set.max_len());
+    let b = b.unwrap_or(a);
+    params
+        .radius()
+        .map(|radius| band_width(radius, lengths(a), lengths(b)))
+}
+
 /// The variant asked for, or the one [`Variant::choose`] picks for `pairs`
-/// pairs whose shorter series has at least `shortest` samples.
-fn gpu_variant(options: &ComputeOptions, pairs: usize, shortest: usize) -> Result<Variant> {
+/// pairs whose shorter series has at least `shortest` samples, in a band of
+/// at most `band_width` diagonals if any.
+fn gpu_variant(
+    options: &ComputeOptions,
+    pairs: usize,
+    shortest: usize,
+    band_width: Option<usize>,
+) -> Result<Variant> {
     match options.gpu_variant {
-        None => Ok(Variant::choose(pairs, shortest)),
+        None => Ok(Variant::choose(pairs, shortest, band_width)),
         Some(name) => Variant::from_name(name).ok_or_else(|| {
             Error::InvalidInput(format!(
                 "unknown GPU kernel variant {name:?}; expected one of {GPU_VARIANTS:?}"
@@ -381,7 +401,7 @@ pub fn distance_matrix_resident<T: Float>(
 /// warp kernel where that would pick a tiled one, and an error where one
 /// was asked for.
 fn resident_variant(options: &ComputeOptions, pairs: usize, shortest: usize) -> Result<Variant> {
-    match gpu_variant(options, pairs, shortest)? {
+    match gpu_variant(options, pairs, shortest, None)? {
         Variant::Tiled | Variant::TiledLaunches if options.gpu_variant.is_some() => {
             Err(Error::InvalidInput(format!(
                 "GPU variant {:?} computes one long pair at a time from host memory; \

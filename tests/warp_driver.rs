@@ -12,6 +12,7 @@ mod common;
 
 use common::driver::{assert_close, with_params, Measure, Pair};
 use common::emulator::{run_warp, run_warps, Shared};
+use timewarp_kernels::band::{band_of, band_pair};
 use timewarp_kernels::warp::{
     diagonal_tiles, pipelined_pair, tile_counts, warp_pair, warp_tile, Pipeline, TileGrid,
 };
@@ -230,5 +231,91 @@ fn banded_pairs_skip_rows_outside_the_band_and_match_the_oracle() {
         for radius in [0, 1, 5, 100] {
             check_all(Measure::Dtw(Some(radius)), &pair, true);
         }
+    }
+}
+
+/// The pair by the band driver itself, in an emulated warp of `N` lanes,
+/// `S` cells a lane, if its band fits.
+fn in_band<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
+    measure: &M,
+    pair: &Pair,
+) -> Option<f64> {
+    let (a, b) = pair.series();
+    let band = measure.diagonals(a.len, b.len)?;
+    if band.0 + band.1 + 1 > N * S {
+        return None;
+    }
+    let shared = Shared((a, b));
+    Some(run_warp::<N, _>(|warp| {
+        let (a, b) = shared.get();
+        // SAFETY: the band fits N * S cells; the series outlive the warp.
+        unsafe { band_pair::<f64, M, _, S>(warp, measure, &a, &b, band) }
+    }))
+}
+
+#[test]
+fn the_band_driver_matches_the_oracle() {
+    // Bands of every width from one diagonal (radius 0, equal lengths) to
+    // wider than the shorter series, on equal and unequal lengths (the
+    // band then widens on the longer side), lengths 1 and 2 included;
+    // lanes of 2, 3 and 5 cells, so the band's last lane has spare cells
+    // or none, and warps of 4 and 8 lanes.
+    let shapes = [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (2, 2),
+        (5, 5),
+        (30, 30),
+        (30, 24),
+        (24, 30),
+        (13, 40),
+        (40, 13),
+    ];
+    let mut checked = 0;
+    for (k, &(n, m)) in shapes.iter().enumerate() {
+        for dims in [1, 3] {
+            let pair = Pair::random(700 + k as u64 * 5 + dims as u64, n, m, dims);
+            for radius in [0, 1, 2, 3, 6, 11, 40] {
+                for measure in [
+                    Measure::Dtw(Some(radius)),
+                    Measure::SoftDtwBand(0.5, radius),
+                ] {
+                    let expected = pair.oracle(measure);
+                    let context =
+                        |what: &str| format!("{measure:?}, {n} x {m}, dims {dims}, {what}");
+                    let got = with_params!(measure, |p| [
+                        in_band::<_, 4, 2>(&p, &pair),
+                        in_band::<_, 4, 3>(&p, &pair),
+                        in_band::<_, 8, 5>(&p, &pair),
+                    ]);
+                    for (what, got) in ["4 x 2", "4 x 3", "8 x 5"].into_iter().zip(got) {
+                        if let Some(got) = got {
+                            assert_close(&context(what), got, expected);
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} pairs fitted a band");
+}
+
+#[test]
+fn the_warp_driver_takes_narrow_bands_to_the_band_driver() {
+    // A pair of 200 samples in a warp of 8 lanes x 4 columns (7 column
+    // bands of 32): radius 3 (7 diagonals) fits the band driver, radius
+    // 20 (41) does not and runs in column bands.
+    let pair = Pair::random(900, 200, 200, 1);
+    for radius in [3, 20] {
+        let measure = Measure::Dtw(Some(radius));
+        let params = timewarp_kernels::DtwParams {
+            band: radius as u64,
+        };
+        let sheared = band_of::<f64, _>(&params, 200, 200, 8, 4).is_some();
+        assert_eq!(sheared, radius == 3);
+        let got = in_warp::<_, 8, 4>(&params, &pair);
+        assert_close(&format!("radius {radius}"), got, pair.oracle(measure));
     }
 }

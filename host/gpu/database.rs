@@ -28,7 +28,7 @@
 //! the workspace), so batches larger than the device run in pieces. Pinned
 //! host buffers are kept between calls (allocating them is slow).
 
-use super::{gpu_error, Gpu, PairKernel, Variant};
+use super::{band_width, gpu_error, Gpu, KernelParams, PairKernel, Variant};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{
     result as driver, sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
@@ -1209,7 +1209,7 @@ impl Gpu {
     /// triangle of `a` against itself, with a naive or warp kernel,
     /// streamed (see the module's documentation). The caller holds the
     /// GPU's lock.
-    pub(super) fn streamed<T: Float, P: Copy>(
+    pub(super) fn streamed<T: Float, P: KernelParams>(
         &self,
         measure: &str,
         variant: Variant,
@@ -1219,8 +1219,17 @@ impl Gpu {
         budget: usize,
     ) -> Result<Array2<T>> {
         let other = b.unwrap_or(a);
-        let kernel =
-            self.pair_kernel::<T>(measure, variant, a.max_len(), other.max_len(), a.dims())?;
+        let lengths = |set: &SeriesSet<T>| (set.min_len(), set.max_len());
+        let band_width = params
+            .radius()
+            .map(|radius| band_width(radius, lengths(a), lengths(other)));
+        let kernel = self.pair_kernel::<T>(
+            measure,
+            variant,
+            (a.max_len(), other.max_len()),
+            a.dims(),
+            band_width,
+        )?;
         let caps = Caps::new(budget, size_of::<T>());
         let plan = streamed_plan(a, b, &caps);
         let longest = a.max_len().max(other.max_len());
@@ -1330,7 +1339,7 @@ impl Gpu {
     /// Every series of `queries` against every series of the resident
     /// `database`, with a naive or warp kernel: the queries uploaded in
     /// blocks, the tiles' outputs copied back as the next tiles run.
-    pub(crate) fn matrix_resident<T: Float, P: Copy>(
+    pub(crate) fn matrix_resident<T: Float, P: KernelParams>(
         &self,
         measure: &str,
         variant: Variant,
@@ -1342,12 +1351,19 @@ impl Gpu {
         let _one_at_a_time = self.busy.lock().unwrap_or_else(|p| p.into_inner());
         self.context.bind_to_thread().map_err(gpu_error)?;
         let budget = memory_budget_or_free(memory_budget)?;
+        let band_width = params.radius().map(|radius| {
+            band_width(
+                radius,
+                (queries.min_len(), queries.max_len()),
+                (database.min_len(), database.max_len()),
+            )
+        });
         let kernel = self.pair_kernel::<T>(
             measure,
             variant,
-            queries.max_len(),
-            database.max_len(),
+            (queries.max_len(), database.max_len()),
             queries.dims(),
+            band_width,
         )?;
         let caps = Caps::new(budget, size_of::<T>());
         let plan = resident_plan(queries, database.len(), &caps);

@@ -13,8 +13,11 @@ use ndarray::Array2;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
+use timewarp_kernels::band::band_pays;
 use timewarp_kernels::warp::LANES;
-use timewarp_kernels::{PairsLaunch, PipelineLaunch, SetRef, TileLaunch};
+use timewarp_kernels::{
+    DtwParams, PairsLaunch, PipelineLaunch, SetRef, SoftDtwParams, TileLaunch, TwedParams,
+};
 
 mod database;
 mod long_pair;
@@ -46,6 +49,38 @@ pub fn min_compute_capability() -> (i32, i32) {
         .expect("build.rs checks the sm_NN form");
     (number / 10, number % 10)
 }
+/// What the host reads in a kernel's parameters besides passing them on:
+/// the Sakoe-Chiba band, which decides the warp kernels' shape.
+pub(crate) trait KernelParams: Copy {
+    /// The band's radius in samples, if the measure has a band.
+    fn radius(&self) -> Option<usize> {
+        None
+    }
+}
+
+impl KernelParams for DtwParams {
+    fn radius(&self) -> Option<usize> {
+        (self.band != DtwParams::NO_BAND).then_some(self.band as usize)
+    }
+}
+
+impl<T: Copy> KernelParams for SoftDtwParams<T> {
+    fn radius(&self) -> Option<usize> {
+        (self.band != DtwParams::NO_BAND).then_some(self.band as usize)
+    }
+}
+
+impl<T: Copy> KernelParams for TwedParams<T> {}
+
+/// The most diagonals the band of radius `radius` takes in any pair of a
+/// series of `a_lens` samples (shortest, longest) and one of `b_lens`: the
+/// band (`timewarp_kernels::dtw::band_columns`) widens by the pair's length
+/// difference.
+pub(crate) fn band_width(radius: usize, a_lens: (usize, usize), b_lens: (usize, usize)) -> usize {
+    let difference = (a_lens.1.saturating_sub(b_lens.0)).max(b_lens.1.saturating_sub(a_lens.0));
+    2 * radius + difference + 1
+}
+
 /// Threads per block of every kernel (4 warps).
 const THREADS_PER_BLOCK: u32 = 128;
 
@@ -115,10 +150,13 @@ impl Variant {
     }
 
     /// The variant for `pairs` pairs whose shorter series has at least
-    /// `shortest` samples: the tiled kernel for a single long pair, which
-    /// it spreads over the whole GPU, else the warp kernel.
-    pub fn choose(pairs: usize, shortest: usize) -> Variant {
-        if pairs <= TILED_MAX_PAIRS && shortest >= TILED_MIN_LENGTH {
+    /// `shortest` samples, with a band of at most `band_width` diagonals if
+    /// any: the tiled kernel for a single long pair, which it spreads over
+    /// the whole GPU, else the warp kernel; also for a long pair whose band
+    /// is narrow enough for one warp, which then computes the band alone.
+    pub fn choose(pairs: usize, shortest: usize, band_width: Option<usize>) -> Variant {
+        let narrow_band = band_width.is_some_and(|w| w <= LANES * MAX_STRIPE);
+        if pairs <= TILED_MAX_PAIRS && shortest >= TILED_MIN_LENGTH && !narrow_band {
             Variant::Tiled
         } else {
             Variant::Warp
@@ -179,17 +217,47 @@ pub fn sub_warp_shapes(measure: &str, _precision: &str) -> &'static [(usize, usi
         // to a warp, with more columns a lane and 7 steps to fill and drain
         // the wavefront instead of 31. On an H200, 1024 x 1024 pairs of 128:
         // 3246 GCUPS with 8 lanes x 16, 2568 with 16 x 8, 955 with 32 x 4.
-        "dtw" => &[(8, 8), (8, 16)],
+        // 16 x 16 serves bands of up to 256 diagonals (`band_shape`).
+        "dtw" => &[(8, 8), (8, 16), (16, 16)],
         _ => &[],
     }
 }
 
-/// The first sub-warp shape whose lanes cover `columns`, if any.
+/// The first sub-warp shape whose lanes cover `columns`, if any, among
+/// those for series of up to 128 samples (measured; wider series take a
+/// full warp).
 fn sub_warp_shape(measure: &str, precision: &str, columns: usize) -> Option<(usize, usize)> {
     sub_warp_shapes(measure, precision)
         .iter()
         .copied()
-        .find(|&(lanes, stripe)| lanes * stripe >= columns)
+        .find(|&(lanes, stripe)| lanes * stripe <= 128 && lanes * stripe >= columns)
+}
+
+/// The widest stripe of any warp kernel: bands of more diagonals than
+/// `LANES` times this never take the band driver.
+const MAX_STRIPE: usize = 16;
+
+/// The (lanes, columns per lane) of the warp or sub-warp kernel for pairs
+/// of up to `rows x columns` cells in a band of up to `width` diagonals,
+/// if one takes the band driver (`kernels-gpu/src/band.rs`; the kernel
+/// checks each pair with the same `band_pays`): of the shapes for which
+/// it pays, the one that spends the fewest lane-steps a pair, `lanes * stripe * (rows +
+/// lanes used - 1)` (a step's time grows with the stripe; a sub-warp's
+/// unused lanes idle).
+fn band_shape(
+    measure: &str,
+    precision: &str,
+    width: usize,
+    rows: usize,
+    columns: usize,
+) -> Option<(usize, usize)> {
+    let warps = warp_stripes(measure, precision).iter().map(|&s| (LANES, s));
+    sub_warp_shapes(measure, precision)
+        .iter()
+        .copied()
+        .chain(warps)
+        .filter(|&(lanes, stripe)| band_pays(width, rows, columns, lanes, stripe))
+        .min_by_key(|&(lanes, stripe)| lanes * stripe * (rows + width.div_ceil(stripe) - 1))
 }
 
 /// The entry point `{measure}_{kernel}_{precision}`, or its univariate
@@ -385,7 +453,7 @@ impl Gpu {
     /// kernel prefix, e.g. `dtw`), variant `variant`, using at most
     /// `memory_budget` bytes of device memory (default: 3/4 of what is
     /// free), in as many tiles and launches as that takes.
-    pub(crate) fn matrix<T: Float, P: Copy>(
+    pub(crate) fn matrix<T: Float, P: KernelParams>(
         &self,
         measure: &str,
         variant: Variant,
@@ -414,14 +482,15 @@ impl Gpu {
     }
 
     /// The naive or warp kernel for pairs of series up to `a_len` and
-    /// `b_len` samples of `dims` dimensions, and how to launch it.
+    /// `b_len` samples of `dims` dimensions, in a band of up to
+    /// `band_width` diagonals if any, and how to launch it.
     fn pair_kernel<T: Float>(
         &self,
         measure: &str,
         variant: Variant,
-        a_len: usize,
-        b_len: usize,
+        (a_len, b_len): (usize, usize),
         dims: usize,
+        band_width: Option<usize>,
     ) -> Result<PairKernel> {
         let row_len = a_len.max(b_len) + 1;
         match variant {
@@ -432,7 +501,23 @@ impl Gpu {
         let (name, threads_per_pair, workspace_per_pair) = match variant {
             Variant::Naive => (format!("{measure}_naive_{}", T::NAME), 1, 2 * row_len),
             _ => {
-                if let Some((lanes, stripe)) = sub_warp_shape(measure, T::NAME, b_len) {
+                let band =
+                    band_width.and_then(|width| band_shape(measure, T::NAME, width, a_len, b_len));
+                if let Some((lanes, stripe)) = band {
+                    let kernel = if lanes == LANES {
+                        format!("warp{stripe}")
+                    } else {
+                        format!("warp{lanes}x{stripe}")
+                    };
+                    // A pair whose band is wider than estimated takes the
+                    // column bands, which then need their border column.
+                    let workspace = if lanes * stripe < b_len { row_len } else { 0 };
+                    (
+                        entry_name(measure, &kernel, dims, T::NAME),
+                        lanes,
+                        workspace,
+                    )
+                } else if let Some((lanes, stripe)) = sub_warp_shape(measure, T::NAME, b_len) {
                     (
                         entry_name(measure, &format!("warp{lanes}x{stripe}"), dims, T::NAME),
                         lanes,

@@ -65,17 +65,22 @@ pub fn band_rows_of(band: u64, first: usize, last: usize, n: usize, m: usize) ->
     }
 }
 
-/// The DTW cell update.
+/// [`band_columns`] as the diagonals below and above the main one that it
+/// takes, `(below, above)`, for a radius that may be
+/// [`DtwParams::NO_BAND`] (then `None`).
 #[inline(always)]
-pub fn dtw_cell<T: Real>(cost: T, diag: T, up: T, left: T) -> T {
-    cost + diag.min(up).min(left)
+pub fn band_diagonals_of(band: u64, n: usize, m: usize) -> Option<(usize, usize)> {
+    (band != DtwParams::NO_BAND).then(|| {
+        let radius = band as usize;
+        (radius + n.saturating_sub(m), radius + m.saturating_sub(n))
+    })
 }
 
 impl<T: Real> Recurrence<T> for DtwParams {
     type Row = Sample<T>;
     type Column = Sample<T>;
 
-    /// A subtraction, a product, two minimums and a sum.
+    /// A subtraction, two minimums and a fused multiply-add.
     const CHEAP_CELL: bool = true;
 
     #[inline(always)]
@@ -91,6 +96,11 @@ impl<T: Real> Recurrence<T> for DtwParams {
     #[inline(always)]
     fn rows(&self, first: usize, last: usize, n: usize, m: usize) -> (usize, usize) {
         band_rows_of(self.band, first, last, n, m)
+    }
+
+    #[inline(always)]
+    fn diagonals(&self, n: usize, m: usize) -> Option<(usize, usize)> {
+        band_diagonals_of(self.band, n, m)
     }
 
     #[inline(always)]
@@ -112,6 +122,6 @@ impl<T: Real> Recurrence<T> for DtwParams {
         b: &Series<T>,
         Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
-        dtw_cell(a.squared_distance_of(row, b, column), diag, up, left)
+        a.squared_distance_plus(row, b, column, diag.min(up).min(left))
     }
 }

@@ -22,6 +22,8 @@ unsafe fn global_warp() -> u64 {
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
     fn shfl_up_i32(mask: u32, value: i32, delta: u32, clamp: u32) -> i32;
+    #[link_name = "llvm.nvvm.shfl.sync.down.i32"]
+    fn shfl_down_i32(mask: u32, value: i32, delta: u32, clamp: u32) -> i32;
     #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
     fn shfl_idx_i32(mask: u32, value: i32, lane: u32, clamp: u32) -> i32;
     #[link_name = "llvm.nvvm.nanosleep"]
@@ -93,6 +95,13 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
         // Clamp 0: the part's lane 0 keeps its own value.
         let (mask, segment) = (self.mask(), Self::segment(0));
         shuffle_words(value, |word| shfl_up_i32(mask, word, 1, segment))
+    }
+
+    #[inline(always)]
+    unsafe fn shuffle_down<T: Real>(&self, value: T) -> T {
+        // Clamp N - 1: the part's last lane keeps its own value.
+        let (mask, segment) = (self.mask(), Self::segment(N as u32 - 1));
+        shuffle_words(value, |word| shfl_down_i32(mask, word, 1, segment))
     }
 
     #[inline(always)]
@@ -267,6 +276,22 @@ sub_warp_kernel!(dtw_warp8x8_f32, dtw_warp8x8_1d_f32, f32, DtwParams, 8, 8);
 sub_warp_kernel!(dtw_warp8x16_f32, dtw_warp8x16_1d_f32, f32, DtwParams, 8, 16);
 sub_warp_kernel!(dtw_warp8x8_f64, dtw_warp8x8_1d_f64, f64, DtwParams, 8, 8);
 sub_warp_kernel!(dtw_warp8x16_f64, dtw_warp8x16_1d_f64, f64, DtwParams, 8, 16);
+sub_warp_kernel!(
+    dtw_warp16x16_f32,
+    dtw_warp16x16_1d_f32,
+    f32,
+    DtwParams,
+    16,
+    16
+);
+sub_warp_kernel!(
+    dtw_warp16x16_f64,
+    dtw_warp16x16_1d_f64,
+    f64,
+    DtwParams,
+    16,
+    16
+);
 
 // The stripes instantiated here are the host's `gpu::tiled_stripes`.
 tiled_kernel!(dtw_tiled4_f32, dtw_tiled4_1d_f32, f32, DtwParams, 4);

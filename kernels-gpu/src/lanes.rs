@@ -431,6 +431,11 @@ impl<T: LaneReal, const K: usize> Real for Lanes<T, K> {
     fn sqrt(self) -> Self {
         self.map(T::sqrt)
     }
+    /// Unfused, as the host's scalars.
+    #[inline(always)]
+    fn mul_add_fast(self, factor: Self, addend: Self) -> Self {
+        self * factor + addend
+    }
     #[inline(always)]
     fn exp(self) -> Self {
         self.map(T::exp)

@@ -27,6 +27,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod band;
 pub mod block;
 pub mod diagonal;
 pub mod dtw;

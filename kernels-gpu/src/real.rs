@@ -36,6 +36,10 @@ pub trait Real:
     fn exp(self) -> Self;
     fn ln(self) -> Self;
     fn powf(self, exponent: Self) -> Self;
+    /// `self * factor + addend`: one fused multiply-add (a single rounding)
+    /// on the GPU, where it is one instruction in place of two; a product
+    /// and a sum on the host, where a fused one may be a slow library call.
+    fn mul_add_fast(self, factor: Self, addend: Self) -> Self;
     /// `exp(x)` as soft-min and its derivative use it (`x <= 0`, results in
     /// `[0, 1]`): in `f32` on the GPU the hardware `ex2.approx.f32` of
     /// `x log2(e)` (relative error below 2^-22), elsewhere [`Real::exp`].
@@ -47,7 +51,7 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ty, $sqrt_intrinsic:ident, $exp:path, $ln:path, $pow:path, $soft_exp:path, $soft_ln:path) => {
+    ($t:ty, $sqrt_intrinsic:ident, $fma_intrinsic:ident, $exp:path, $ln:path, $pow:path, $soft_exp:path, $soft_ln:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -106,6 +110,17 @@ macro_rules! impl_real {
             #[inline(always)]
             fn sqrt(self) -> Self {
                 core::intrinsics::$sqrt_intrinsic(self)
+            }
+            #[cfg(target_arch = "nvptx64")]
+            #[inline(always)]
+            fn mul_add_fast(self, factor: Self, addend: Self) -> Self {
+                // SAFETY: a pure operation, defined for every input.
+                unsafe { core::intrinsics::$fma_intrinsic(self, factor, addend) }
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            #[inline(always)]
+            fn mul_add_fast(self, factor: Self, addend: Self) -> Self {
+                self * factor + addend
             }
             #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
@@ -180,6 +195,7 @@ const fn select_min_max<T>() -> bool {
 impl_real!(
     f32,
     sqrtf32,
+    fmaf32,
     libm::expf,
     libm::logf,
     libm::powf,
@@ -189,6 +205,7 @@ impl_real!(
 impl_real!(
     f64,
     sqrtf64,
+    fmaf64,
     libm::exp,
     libm::log,
     libm::pow,

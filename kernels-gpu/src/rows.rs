@@ -93,6 +93,16 @@ pub trait Recurrence<T: Real> {
         (1, n)
     }
 
+    /// The band as diagonals, `Some((below, above))`, when the columns of
+    /// every row `i` are exactly `max(1, i - below) ..= min(m, i + above)`
+    /// (a Sakoe-Chiba band): drivers
+    /// that lay the cells out along the band (`band.rs`) then compute
+    /// only its cells. `None` (the default) for any other set of columns.
+    #[inline(always)]
+    fn diagonals(&self, _n: usize, _m: usize) -> Option<(usize, usize)> {
+        None
+    }
+
     /// # Safety
     /// `1 <= i <= a.len`.
     unsafe fn row(&self, a: &Series<T>, i: usize) -> Self::Row;

@@ -137,4 +137,26 @@ impl<T: Real> Series<T> {
             self.squared_distance(s.index as usize, other, t.index as usize)
         }
     }
+
+    /// [`Series::squared_distance_of`] plus `addend`, the square and the sum
+    /// one fused multiply-add on the GPU when the series are univariate
+    /// (DTW's cell: its cost plus the smallest neighbour).
+    ///
+    /// # Safety
+    /// As [`Series::squared_distance_of`].
+    #[inline(always)]
+    pub unsafe fn squared_distance_plus(
+        &self,
+        s: &Sample<T>,
+        other: &Series<T>,
+        t: &Sample<T>,
+        addend: T,
+    ) -> T {
+        if self.dims == 1 {
+            let diff = s.first - t.first;
+            diff.mul_add_fast(diff, addend)
+        } else {
+            self.squared_distance(s.index as usize, other, t.index as usize) + addend
+        }
+    }
 }

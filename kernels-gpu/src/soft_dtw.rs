@@ -2,7 +2,7 @@
 //! soft minimum `-gamma * ln(sum(exp(-x / gamma)))`, squared Euclidean cost,
 //! optional Sakoe-Chiba band; and its derivatives for the backward pass.
 
-use crate::dtw::{band_columns_of, band_rows_of};
+use crate::dtw::{band_columns_of, band_diagonals_of, band_rows_of};
 use crate::{Differentiable, Neighbours, Real, Recurrence, Sample, Series};
 
 /// Soft-DTW parameters as the kernels receive them.
@@ -88,6 +88,11 @@ impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
     #[inline(always)]
     fn rows(&self, first: usize, last: usize, n: usize, m: usize) -> (usize, usize) {
         band_rows_of(self.band, first, last, n, m)
+    }
+
+    #[inline(always)]
+    fn diagonals(&self, n: usize, m: usize) -> Option<(usize, usize)> {
+        band_diagonals_of(self.band, n, m)
     }
 
     #[inline(always)]

@@ -21,6 +21,7 @@
 //! same code runs on the GPU (shuffle instructions) and in the host tests
 //! (32 threads and a barrier).
 
+use crate::band::{band_of, band_pair};
 use crate::{Neighbours, Real, Recurrence, Series};
 use core::array::from_fn;
 use core::ptr::{null, null_mut};
@@ -43,6 +44,12 @@ pub trait Warp {
     /// # Safety
     /// Called by all lanes together.
     unsafe fn shuffle_up<T: Real>(&self, value: T) -> T;
+    /// Every lane gives `value`; each gets the value of lane `lane + 1`
+    /// (the last lane gets its own).
+    ///
+    /// # Safety
+    /// Called by all lanes together.
+    unsafe fn shuffle_down<T: Real>(&self, value: T) -> T;
     /// Every lane gives `value`; each gets the value of lane `source`.
     ///
     /// # Safety
@@ -481,7 +488,9 @@ unsafe fn stripe_row<T: Real, M: Recurrence<T>, const S: usize>(
 }
 
 /// A whole pair in one warp: column bands of `lanes * S` columns, left to
-/// right, each passing its right column to the next through `border`.
+/// right, each passing its right column to the next through `border`; or,
+/// for a narrow enough Sakoe-Chiba band, only the band's cells laid out
+/// along it (`band.rs`).
 ///
 /// # Safety
 /// As [`warp_block`]; `border` holds `a.len + 1` values when `b.len >
@@ -494,6 +503,9 @@ pub unsafe fn warp_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     b: &Series<T>,
     border: *mut T,
 ) -> T {
+    if let Some(band) = band_of(measure, a.len, b.len, W::LANES, S) {
+        return band_pair::<T, M, W, S>(warp, measure, a, b, band);
+    }
     let width = W::LANES * S;
     let bands = b.len.div_ceil(width);
     let mut value = T::INFINITY;

@@ -13,6 +13,8 @@ use timewarp_kernels::Series;
 pub enum Measure {
     Dtw(Option<usize>),
     SoftDtw(f64),
+    /// Soft-DTW with gamma and a Sakoe-Chiba radius.
+    SoftDtwBand(f64, usize),
     Twed(f64, f64, f64),
 }
 
@@ -22,6 +24,7 @@ impl Measure {
             Measure::Dtw(None) => Dtw::new().into(),
             Measure::Dtw(Some(r)) => Dtw::with_band(r).into(),
             Measure::SoftDtw(gamma) => SoftDtw::new(gamma).unwrap().into(),
+            Measure::SoftDtwBand(gamma, r) => SoftDtw::new(gamma).unwrap().with_band(r).into(),
             Measure::Twed(nu, lambda, degree) => Twed::new(nu, lambda, degree).unwrap().into(),
         }
     }
@@ -41,6 +44,10 @@ macro_rules! with_params {
             }
             common::driver::Measure::SoftDtw(gamma) => {
                 let $p = timewarp_kernels::SoftDtwParams::new(gamma);
+                $body
+            }
+            common::driver::Measure::SoftDtwBand(gamma, radius) => {
+                let $p = timewarp_kernels::SoftDtwParams::new(gamma).with_band(Some(radius));
                 $body
             }
             common::driver::Measure::Twed(nu, lambda, degree) => {

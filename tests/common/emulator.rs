@@ -46,6 +46,10 @@ impl<const N: usize> Warp for EmulatedLane<'_, N> {
         self.swap(value, self.lane.saturating_sub(1))
     }
 
+    unsafe fn shuffle_down<T: Real>(&self, value: T) -> T {
+        self.swap(value, (self.lane + 1).min(N - 1))
+    }
+
     unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T {
         self.swap(value, source)
     }
