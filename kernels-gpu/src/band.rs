@@ -77,8 +77,8 @@ struct Band<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> {
     b: &'a Series<T>,
     lane: u32,
     /// Lanes holding cells of the band. The others take part in the
-    /// shuffles and, in unchecked steps, repeat the rows of the last of
-    /// them (`row_lane`), so that their loads stay in range; their cells
+    /// shuffles and, in masked and steady steps, repeat the rows of the
+    /// last of them (`row_lane`), so that their loads stay in range; their cells
     /// are all past the band, so infinite, and nobody reads them.
     lanes_used: u32,
     row_lane: u32,
