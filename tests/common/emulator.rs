@@ -75,6 +75,22 @@ impl<T: Copy> Shared<T> {
     }
 }
 
+/// `body()`, or, if it panics, the end of the process: the other lanes or
+/// threads of its warp or block would wait for it at their next exchange
+/// or barrier forever, and the test run would hang instead of failing.
+fn or_abort<R>(body: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(_) => {
+            // The panic hook has printed the message and location.
+            eprintln!(
+                "an emulated lane or thread panicked: aborting, as its peers would wait forever"
+            );
+            std::process::abort()
+        }
+    }
+}
+
 /// Runs `body` on every lane of an emulated `N`-lane warp, each on its own
 /// thread, and returns lane 0's result.
 pub fn run_warp<const N: usize, R: Send>(body: impl Fn(&EmulatedLane<'_, N>) -> R + Sync) -> R {
@@ -100,7 +116,7 @@ pub fn run_warps<const N: usize, R: Send>(
             .flat_map(|exchange| (0..N).map(move |lane| (lane, exchange)))
             .map(|(lane, exchange)| {
                 let body = &body;
-                scope.spawn(move || body(&EmulatedLane { lane, exchange }))
+                scope.spawn(move || or_abort(|| body(&EmulatedLane { lane, exchange })))
             })
             .collect();
         lanes
@@ -154,11 +170,13 @@ pub fn run_block<R: Send>(
             .map(|thread| {
                 let (barrier, body) = (&barrier, &body);
                 scope.spawn(move || {
-                    body(&EmulatedThread {
-                        thread,
-                        threads,
-                        barrier,
-                        shared: memory.get(),
+                    or_abort(|| {
+                        body(&EmulatedThread {
+                            thread,
+                            threads,
+                            barrier,
+                            shared: memory.get(),
+                        })
                     })
                 })
             })
