@@ -136,33 +136,38 @@ impl<T: Real, M: Recurrence<T>, W: Warp, const S: usize> Band<'_, T, M, W, S> {
         while t < steps {
             if t == full_from {
                 while t < steady_from {
-                    self.step::<false, true>(t);
+                    self.step::<false, true, false>(t, 0);
                     t += 1;
                 }
-                // For cheap cells two steps an iteration (see the warp
-                // driver's `Wavefront::sweep`).
-                while M::CHEAP_CELL && t + 1 < self.rows {
-                    self.step::<false, false>(t);
-                    self.step::<false, false>(t + 1);
-                    t += 2;
+                // For cheap cells, the column data in a ring, which spares
+                // their moves (a cell is a handful of instructions: one
+                // move each weighs).
+                if M::CHEAP_CELL {
+                    self.ring_steps(&mut t, self.rows);
                 }
                 while t < self.rows {
-                    self.step::<false, false>(t);
+                    self.step::<false, false, false>(t, 0);
                     t += 1;
                 }
                 if t == steps {
                     break;
                 }
             }
-            self.step::<true, true>(t);
+            self.step::<true, true, false>(t, 0);
             t += 1;
         }
     }
 
     /// Step `t`: this lane computes row `t - lane` (1-based row `t - lane +
-    /// 1`), as [`Band::sweep`] says: `CHECKED`, `MASKED` or steady.
+    /// 1`), as [`Band::sweep`] says: `CHECKED`, `MASKED` or steady. `RING`
+    /// steps find the column data in a ring (see [`Band::ring_steps`]) at
+    /// `phase`, a constant once the ring's steps are unrolled.
     #[inline(always)]
-    unsafe fn step<const CHECKED: bool, const MASKED: bool>(&mut self, t: u32) {
+    unsafe fn step<const CHECKED: bool, const MASKED: bool, const RING: bool>(
+        &mut self,
+        t: u32,
+        phase: usize,
+    ) {
         let warp = self.warp;
         let from_lane_before = warp.shuffle_up(self.cells[S - 1]);
         let left = if self.lane == 0 {
@@ -185,15 +190,11 @@ impl<T: Real, M: Recurrence<T>, W: Warp, const S: usize> Band<'_, T, M, W, S> {
             row = self.next_row;
             let next = (i + 1).min(self.rows);
             self.next_row = self.measure.next_row(self.a, &row, next as usize);
-            for k in 0..S - 1 {
-                self.columns[k] = self.columns[k + 1];
+            if !RING {
+                self.shift_columns(i);
             }
-            self.columns[S - 1] = self.next_column;
-            // The last cell's column one row down.
-            let j = i.wrapping_add(self.shift).wrapping_add(S as u32);
-            self.next_column = self.measure.column(self.b, self.clamp(j));
             let up = self.cells[1];
-            let value = self.cell(&row, 0, Neighbours { diag, up, left });
+            let value = self.cell::<RING>(&row, 0, phase, Neighbours { diag, up, left });
             diag = up;
             // The band's last lane has no spare first cell.
             self.cells[0] = if allowed(0) { value } else { T::INFINITY };
@@ -215,7 +216,7 @@ impl<T: Real, M: Recurrence<T>, W: Warp, const S: usize> Band<'_, T, M, W, S> {
                 } else {
                     last_up
                 };
-                let value = self.cell(&row, k, Neighbours { diag, up, left });
+                let value = self.cell::<RING>(&row, k, phase, Neighbours { diag, up, left });
                 diag = up;
                 if MASKED {
                     let value = if allowed(k) { value } else { T::INFINITY };
@@ -228,13 +229,89 @@ impl<T: Real, M: Recurrence<T>, W: Warp, const S: usize> Band<'_, T, M, W, S> {
                     self.cells[k] = value + self.spare[k];
                 }
             }
+            if RING {
+                // Cell 0's column leaves; the next row's last one comes in
+                // its place.
+                self.columns[phase] = self.next_column;
+                let j = i.wrapping_add(self.shift).wrapping_add(S as u32 + 1);
+                self.next_column = self.measure.column(self.b, self.clamp(j));
+            }
+        }
+    }
+
+    /// Row `i`'s column data from row `i - 1`'s: every cell takes the
+    /// column of the one to its right, the last the one fetched ahead, and
+    /// the next row's last column is fetched.
+    #[inline(always)]
+    unsafe fn shift_columns(&mut self, i: u32) {
+        for k in 0..S - 1 {
+            self.columns[k] = self.columns[k + 1];
+        }
+        self.columns[S - 1] = self.next_column;
+        let j = i.wrapping_add(self.shift).wrapping_add(S as u32);
+        self.next_column = self.measure.column(self.b, self.clamp(j));
+    }
+
+    /// Steady steps `*t ..` in chunks of `S`, while whole chunks fit before
+    /// `end`, with the column data in a ring instead of shifting them: at
+    /// step `t` cell `k` takes the column in slot `(t + 1 + k) % S` (the
+    /// same slot in every lane: a lane's columns run one ahead of the lane
+    /// before's, and its row one behind), and the column that cell 0 leaves
+    /// is replaced by the next row's last. Unrolled `S` steps at a time,
+    /// every slot is a constant, so no column moves; the ring is entered
+    /// and left where the phase `(t + 1) % S` is 0, where it is the shifted
+    /// layout one row on.
+    #[inline(always)]
+    unsafe fn ring_steps(&mut self, t: &mut u32, end: u32) {
+        const {
+            assert!(
+                S <= 32,
+                "the ring's steps are unrolled for up to 32 cells a lane"
+            )
+        };
+        while *t < end && !(*t + 1).is_multiple_of(S as u32) {
+            self.step::<false, false, false>(*t, 0);
+            *t += 1;
+        }
+        if *t + S as u32 > end {
+            return;
+        }
+        // Into the ring: row `i`'s columns in slots `0..S`.
+        self.shift_columns(t.wrapping_sub(self.row_lane) + 1);
+        while *t + S as u32 <= end {
+            // Unrolled in the source: LLVM would leave a loop of 16 steps
+            // of 16 cells rolled, and index the ring in local memory.
+            macro_rules! phases {
+                ($($phase:literal)*) => {
+                    $(
+                        if $phase < S {
+                            self.step::<false, false, true>(*t + $phase, $phase);
+                        }
+                    )*
+                };
+            }
+            phases!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+            *t += S as u32;
+        }
+        // Out of it: the shifted layout one row before (its cell 0's
+        // column is never read).
+        self.next_column = self.columns[S - 1];
+        for k in (1..S).rev() {
+            self.columns[k] = self.columns[k - 1];
         }
     }
 
     #[inline(always)]
-    unsafe fn cell(&self, row: &M::Row, k: usize, neighbours: Neighbours<T>) -> T {
+    unsafe fn cell<const RING: bool>(
+        &self,
+        row: &M::Row,
+        k: usize,
+        phase: usize,
+        neighbours: Neighbours<T>,
+    ) -> T {
+        let slot = if RING { (phase + k) % S } else { k };
         self.measure
-            .cell(row, &self.columns[k], self.a, self.b, neighbours)
+            .cell(row, &self.columns[slot], self.a, self.b, neighbours)
     }
 }
 
