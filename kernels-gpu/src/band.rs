@@ -141,8 +141,12 @@ impl<T: Real, M: Recurrence<T>, W: Warp, const S: usize> Band<'_, T, M, W, S> {
                 }
                 // For cheap cells, the column data in a ring, which spares
                 // their moves (a cell is a handful of instructions: one
-                // move each weighs).
-                if M::CHEAP_CELL {
+                // move each weighs). Not in f64: there the ring's unrolled
+                // steps took the kernels (which also hold the column
+                // layout) from 166 to 173 registers, past the 170 that let
+                // an SM hold 3 blocks of 4 warps, and DTW without a band
+                // at L = 1024 fell from 1761 to 1342 GCUPS on an H200.
+                if M::CHEAP_CELL && core::mem::size_of::<T>() == 4 {
                     self.ring_steps(&mut t, self.rows);
                 }
                 while t < self.rows {
