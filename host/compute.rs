@@ -3,7 +3,7 @@
 //! gradient.
 
 use crate::cpu::CpuMeasure;
-use crate::gpu::{band_width, DeviceSeriesSet, Gpu, KernelParams, Variant};
+use crate::gpu::{DeviceSeriesSet, Gpu, KernelParams, Variant};
 use crate::{cpu, Error, Float, Metric, Result, SeriesSet};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
@@ -160,7 +160,12 @@ fn run<T: Float, P: CpuMeasure<T> + KernelParams>(
         Backend::Cpu => Ok(cpu::matrix(a, b, &params)),
         Backend::Gpu(gpu) => gpu.matrix(
             metric.name(),
-            gpu_variant(options, pairs(a, b), shortest(a, b), band_of(&params, a, b))?,
+            gpu_variant(
+                options,
+                pairs(a, b),
+                shortest(a, b),
+                params.band_width(a.lengths(), b.unwrap_or(a).lengths()),
+            )?,
             params,
             a,
             b,
@@ -180,20 +185,6 @@ fn pairs<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>) -> usize {
 /// The shortest series of `a` and `b`.
 fn shortest<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>) -> usize {
     a.min_len().min(b.map_or(usize::MAX, |b| b.min_len()))
-}
-
-/// The most diagonals the band of `params` (if any) takes in a pair of `a`
-/// and `b` (or `a` and `a`).
-fn band_of<T: Float>(
-    params: &impl KernelParams,
-    a: &SeriesSet<T>,
-    b: Option<&SeriesSet<T>>,
-) -> Option<usize> {
-    let lengths = |set: &SeriesSet<T>| (set.min_len(), set.max_len());
-    let b = b.unwrap_or(a);
-    params
-        .radius()
-        .map(|radius| band_width(radius, lengths(a), lengths(b)))
 }
 
 /// The variant asked for, or the one [`Variant::choose`] picks for `pairs`

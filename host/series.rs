@@ -164,6 +164,11 @@ impl<T: Float> SeriesSet<T> {
             .unwrap_or(0)
     }
 
+    /// The shortest and the longest series' lengths.
+    pub fn lengths(&self) -> (usize, usize) {
+        (self.min_len(), self.max_len())
+    }
+
     /// Total number of samples of all series.
     pub fn total_samples(&self) -> usize {
         *self.offsets.last().unwrap() as usize

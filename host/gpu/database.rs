@@ -28,7 +28,7 @@
 //! the workspace), so batches larger than the device run in pieces. Pinned
 //! host buffers are kept between calls (allocating them is slow).
 
-use super::{band_width, gpu_error, Gpu, KernelParams, PairKernel, Variant};
+use super::{gpu_error, Gpu, KernelParams, PairKernel, Variant};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{
     result as driver, sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
@@ -98,6 +98,11 @@ impl<T: Float> DeviceSeriesSet<T> {
     /// The shortest series' length.
     pub fn min_len(&self) -> usize {
         self.min_len
+    }
+
+    /// The shortest and the longest series' lengths.
+    pub fn lengths(&self) -> (usize, usize) {
+        (self.min_len, self.max_len)
     }
 
     /// Total number of samples of all series.
@@ -1219,10 +1224,7 @@ impl Gpu {
         budget: usize,
     ) -> Result<Array2<T>> {
         let other = b.unwrap_or(a);
-        let lengths = |set: &SeriesSet<T>| (set.min_len(), set.max_len());
-        let band_width = params
-            .radius()
-            .map(|radius| band_width(radius, lengths(a), lengths(other)));
+        let band_width = params.band_width(a.lengths(), other.lengths());
         let kernel = self.pair_kernel::<T>(
             measure,
             variant,
@@ -1351,13 +1353,7 @@ impl Gpu {
         let _one_at_a_time = self.busy.lock().unwrap_or_else(|p| p.into_inner());
         self.context.bind_to_thread().map_err(gpu_error)?;
         let budget = memory_budget_or_free(memory_budget)?;
-        let band_width = params.radius().map(|radius| {
-            band_width(
-                radius,
-                (queries.min_len(), queries.max_len()),
-                (database.min_len(), database.max_len()),
-            )
-        });
+        let band_width = params.band_width(queries.lengths(), database.lengths());
         let kernel = self.pair_kernel::<T>(
             measure,
             variant,

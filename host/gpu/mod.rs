@@ -56,6 +56,15 @@ pub(crate) trait KernelParams: Copy {
     fn radius(&self) -> Option<usize> {
         None
     }
+
+    /// The most diagonals the band takes in any pair of a series of
+    /// `a_lens` samples (shortest, longest) and one of `b_lens`, if there
+    /// is a band: `2 radius + 1`, widened by the pair's length difference
+    /// (`timewarp_kernels::dtw::band_columns`).
+    fn band_width(&self, a_lens: (usize, usize), b_lens: (usize, usize)) -> Option<usize> {
+        let difference = (a_lens.1.saturating_sub(b_lens.0)).max(b_lens.1.saturating_sub(a_lens.0));
+        self.radius().map(|radius| 2 * radius + difference + 1)
+    }
 }
 
 impl KernelParams for DtwParams {
@@ -71,15 +80,6 @@ impl<T: Copy> KernelParams for SoftDtwParams<T> {
 }
 
 impl<T: Copy> KernelParams for TwedParams<T> {}
-
-/// The most diagonals the band of radius `radius` takes in any pair of a
-/// series of `a_lens` samples (shortest, longest) and one of `b_lens`: the
-/// band (`timewarp_kernels::dtw::band_columns`) widens by the pair's length
-/// difference.
-pub(crate) fn band_width(radius: usize, a_lens: (usize, usize), b_lens: (usize, usize)) -> usize {
-    let difference = (a_lens.1.saturating_sub(b_lens.0)).max(b_lens.1.saturating_sub(a_lens.0));
-    2 * radius + difference + 1
-}
 
 /// Threads per block of every kernel (4 warps).
 const THREADS_PER_BLOCK: u32 = 128;
