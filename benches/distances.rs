@@ -6,15 +6,11 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use timewarp::{
-    distance_matrix, gpu::Gpu, ComputeOptions, Device, Dtw, Metric, SoftDtw, Twed, GPU_VARIANTS,
+    distance_matrix, gpu::Gpu, ComputeOptions, Device, Dtw, Metric, SoftDtw, Twed, Variant,
 };
 
 /// (series per batch, length) of each benchmarked size.
 const SIZES: [(usize, usize); 2] = [(64, 128), (32, 512)];
-
-/// The variants that compute a batch pair after pair, each spread over the
-/// whole GPU: benchmarked on one long pair.
-const PAIR_VARIANTS: [&str; 4] = ["tiled", "tiled-launches", "diagonal", "diagonal-launches"];
 
 /// Length of the long pair.
 const PAIR_LENGTH: usize = 16384;
@@ -26,10 +22,10 @@ fn backends(pair_variants: bool) -> Vec<(String, ComputeOptions)> {
     }
     match Gpu::get() {
         Ok(_) => {
-            let wanted = GPU_VARIANTS
-                .iter()
-                .filter(|v| PAIR_VARIANTS.contains(v) == pair_variants);
-            for &variant in wanted {
+            let wanted = Variant::ALL
+                .into_iter()
+                .filter(|v| v.is_pair_by_pair() == pair_variants);
+            for variant in wanted {
                 list.push((
                     format!("gpu-{variant}"),
                     ComputeOptions {

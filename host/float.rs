@@ -1,22 +1,23 @@
 //! The element types the library computes in.
 
+use crate::lanes::LaneReal;
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use std::fmt::{Debug, Display, LowerExp};
-use timewarp_kernels::{LaneReal, Real};
+pub use timewarp_kernels::Precision;
+use timewarp_kernels::Real;
 
 /// `f32` or `f64`: the precision of a computation.
 pub trait Float:
     Real + LaneReal + DeviceRepr + ValidAsZeroBits + Default + Send + Sync + Debug + Display + LowerExp
 {
     /// `"f32"` or `"f64"`, as in kernel names and messages.
-    const NAME: &'static str;
+    const NAME: &'static str = Self::PRECISION.name();
     /// Unit roundoff (half the machine epsilon).
     const UNIT_ROUNDOFF: f64;
     fn is_finite(self) -> bool;
 }
 
 impl Float for f32 {
-    const NAME: &'static str = "f32";
     const UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
     fn is_finite(self) -> bool {
         f32::is_finite(self)
@@ -24,17 +25,8 @@ impl Float for f32 {
 }
 
 impl Float for f64 {
-    const NAME: &'static str = "f64";
     const UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
     fn is_finite(self) -> bool {
         f64::is_finite(self)
     }
-}
-
-/// The precision of a computation, as chosen at run time (the CLI's `--precision`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Precision {
-    F32,
-    #[default]
-    F64,
 }

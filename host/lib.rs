@@ -28,27 +28,42 @@
 //! # Ok::<(), timewarp::Error>(())
 //! ```
 
-mod compute;
+// The layers, each depending only on those before it:
+//   error, float, lanes, options, metric, series, results   leaf types
+//   lockstep                            the CPU drivers' host-only pieces
+//   cpu                                 the CPU backend (kernel crate's drivers)
+//   gpu                                 the GPU runtime (kernel crate's catalogue)
+//   backend, resident                   where a computation runs; resident sets
+//   api                                 the public entry points
+//   oracle, formats, data               independent of all the above but the leaf types
+mod api;
+mod backend;
 mod cpu;
 pub mod data;
 mod error;
 mod float;
 pub mod formats;
 pub mod gpu;
+mod lanes;
+pub mod lockstep;
 mod metric;
+mod options;
 pub mod oracle;
+mod resident;
+mod results;
 mod series;
-mod soft_dtw;
 
-pub use compute::{
-    distance, distance_matrix, distance_matrix_resident, soft_dtw_gradient, upload, Backend,
-    ComputeOptions, Device, ResidentSet, GPU_VARIANTS,
+pub use api::{
+    distance, distance_matrix, distance_matrix_resident, soft_dtw_gradient,
+    soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident,
 };
+pub use backend::Backend;
 pub use error::{Error, Result};
 pub use float::{Float, Precision};
+pub use lanes::{exp_lanes, ln_lanes, LaneReal, Lanes};
 pub use metric::{Dtw, Metric, SoftDtw, Twed};
+pub use options::{ComputeOptions, Device, Variant};
+pub use resident::{upload, ResidentSet};
+pub use results::SoftDtwGradient;
 pub use series::SeriesSet;
-pub use soft_dtw::{
-    soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
-    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, SoftDtwGradient,
-};

@@ -6,7 +6,7 @@ use super::{
 };
 use ndarray_npy::WritableElement;
 use std::path::{Path, PathBuf};
-use timewarp::{Backend, Float, Metric, Precision};
+use timewarp::{Backend, Float, Metric, Precision, Variant};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -70,7 +70,7 @@ fn emit<T: Float + WritableElement>(
     b: Option<&Input>,
     metric: Metric,
     backend: Backend,
-    variant: Option<&'static str>,
+    variant: Option<Variant>,
     out: Option<&Path>,
 ) -> Result<(), Failure> {
     let matrix = compute_matrix::<T>(a, b, metric, backend, variant)?;

@@ -3,7 +3,7 @@
 use super::{gpu_unavailable_reason, kernels_missing, print, ptx_build, Failure};
 use std::path::PathBuf;
 use timewarp::gpu::{self, Gpu, GpuInfo};
-use timewarp::GPU_VARIANTS;
+use timewarp::Variant;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -38,7 +38,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             lines.push(format!(
                 "kernels: built (PTX {}), variants: {}",
                 gpu::ptx_target(),
-                GPU_VARIANTS.join(", ")
+                Variant::ALL.map(Variant::name).join(", ")
             ));
             lines.push(format!("kernel build: {}", ptx_build()));
         }

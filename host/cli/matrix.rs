@@ -7,7 +7,7 @@ use ndarray::{s, Array2};
 use std::ops::Range;
 use timewarp::{
     distance_matrix, distance_matrix_resident, Backend, ComputeOptions, Float, Metric, ResidentSet,
-    Result, SeriesSet,
+    Result, SeriesSet, Variant,
 };
 
 /// Cells (sample pairs) worth a progress bar: about a second of work.
@@ -23,7 +23,7 @@ pub fn compute<T: Float>(
     b: Option<&SeriesSet<T>>,
     metric: Metric,
     backend: Backend,
-    variant: Option<&'static str>,
+    variant: Option<Variant>,
 ) -> Result<Array2<T>> {
     let options = ComputeOptions {
         gpu_variant: variant,
@@ -53,7 +53,7 @@ pub fn compute_resident<T: Float>(
     database: &ResidentSet<T>,
     metric: Metric,
     backend: Backend,
-    variant: Option<&'static str>,
+    variant: Option<Variant>,
 ) -> Result<Array2<T>> {
     let options = ComputeOptions {
         gpu_variant: variant,

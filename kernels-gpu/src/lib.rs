@@ -1,12 +1,26 @@
 //! Device code of timewarp: the recurrences of TWED, DTW and Soft-DTW, each
-//! written once, the launch parameters shared with the host, and the kernel
-//! entry points.
+//! written once, the drivers that compute them in every kernel shape, the
+//! launch parameters shared with the host, and the kernel entry points.
+//!
+//! The layers, each depending only on those below it:
+//!
+//! ```text
+//! entries        the kernel entry points (GPU build only), from the catalogue's table
+//! catalogue      KernelId: every entry point, typed, named by Display
+//! launch         launch parameters shared with the host; pair numbering
+//! drivers        rows · columns · sheared_band · stencil · antidiagonal
+//! hw             Warp · ThreadBlock · Grid; their NVPTX implementations
+//! measures       dtw · soft_dtw · twed · window (Sakoe-Chiba)
+//! recurrence     Recurrence · Window · Differentiable
+//! series · real  the data the kernels read; f32 / f64
+//! ```
 //!
 //! The crate is `no_std` and compiles for two targets:
 //! - `nvptx64-nvidia-cuda`, as PTX (built by the host crate's `build.rs`),
-//!   where the `kernels` module adds the `extern "ptx-kernel"` entry points;
-//! - the host, where the host crate uses the same parameter structs and the
-//!   same cell updates in its CPU backend.
+//!   where `entries` adds the `extern "ptx-kernel"` entry points;
+//! - the host, where the host crate uses the same parameter structs, the
+//!   same cell updates and drivers in its CPU backend, and its tests run the
+//!   drivers on emulated warps and blocks.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -27,30 +41,24 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
-pub mod band;
-pub mod block;
-pub mod diagonal;
-pub mod dtw;
-#[cfg(not(target_arch = "nvptx64"))]
-pub mod lanes;
+pub mod catalogue;
+pub mod drivers;
+pub mod hw;
 pub mod launch;
+pub mod measures;
 mod real;
-pub mod rows;
+mod recurrence;
 mod series;
-pub mod soft_dtw;
-pub mod twed;
-pub mod warp;
-
-pub use block::{BlockLaunch, ThreadBlock};
-pub use dtw::DtwParams;
-#[cfg(not(target_arch = "nvptx64"))]
-pub use lanes::{lockstep_values, LaneReal, Lanes, Lockstep};
-pub use launch::{DiagonalLaunch, PairsLaunch, PipelineLaunch, TileLaunch};
-pub use real::Real;
-pub use rows::{pair_value, Differentiable, Neighbours, Recurrence, RowPair};
-pub use series::{Sample, Series, SetRef};
-pub use soft_dtw::SoftDtwParams;
-pub use twed::TwedParams;
 
 #[cfg(target_arch = "nvptx64")]
-mod kernels;
+mod entries;
+
+pub use catalogue::{Driver, KernelId};
+pub use measures::dtw::DtwParams;
+pub use measures::soft_dtw::SoftDtwParams;
+pub use measures::twed::TwedParams;
+pub use measures::window::SakoeChiba;
+pub use measures::{Measure, MeasureParams};
+pub use real::{Precision, Real};
+pub use recurrence::{Differentiable, Neighbours, Recurrence, Unbounded, Window};
+pub use series::{Sample, Series, SetRef};

@@ -7,7 +7,34 @@
 //! On the host the crate links `std`, whose versions (the platform's libm)
 //! are several times faster than the pure-Rust ones.
 
+use core::fmt;
 use core::ops::{Add, Div, Mul, Neg, Sub};
+
+/// The precision of a computation: which [`Real`] its kernels compute in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Precision {
+    F32,
+    #[default]
+    F64,
+}
+
+impl Precision {
+    pub const ALL: [Precision; 2] = [Precision::F32, Precision::F64];
+
+    /// `"f32"` or `"f64"`, as in kernel names and messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// A floating-point element type of the kernels: `f32` or `f64`.
 pub trait Real:
@@ -20,6 +47,9 @@ pub trait Real:
     + Neg<Output = Self>
     + 'static
 {
+    /// Which precision this is; lanes of values (the CPU backend's
+    /// lockstep) have that of their elements.
+    const PRECISION: Precision;
     const ZERO: Self;
     const ONE: Self;
     const INFINITY: Self;
@@ -51,8 +81,9 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ty, $sqrt_intrinsic:ident, $fma_intrinsic:ident, $exp:path, $ln:path, $pow:path, $soft_exp:path, $soft_ln:path) => {
+    ($t:ty, $precision:ident, $sqrt_intrinsic:ident, $fma_intrinsic:ident, $exp:path, $ln:path, $pow:path, $soft_exp:path, $soft_ln:path) => {
         impl Real for $t {
+            const PRECISION: Precision = Precision::$precision;
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const INFINITY: Self = <$t>::INFINITY;
@@ -194,6 +225,7 @@ const fn select_min_max<T>() -> bool {
 
 impl_real!(
     f32,
+    F32,
     sqrtf32,
     fmaf32,
     libm::expf,
@@ -204,6 +236,7 @@ impl_real!(
 );
 impl_real!(
     f64,
+    F64,
     sqrtf64,
     fmaf64,
     libm::exp,

@@ -32,9 +32,19 @@ impl<T: Real> SetRef<T> {
     /// `k < count`, and the pointers describe valid memory.
     #[inline(always)]
     pub unsafe fn series(&self, k: usize) -> Series<T> {
+        self.series_of::<false>(k)
+    }
+
+    /// Series `k` of the batch with `dims` read as the constant 1 when
+    /// `UNIVARIATE`: the kernels' univariate twins.
+    ///
+    /// # Safety
+    /// As [`SetRef::series`]; with `UNIVARIATE`, `dims == 1`.
+    #[inline(always)]
+    pub unsafe fn series_of<const UNIVARIATE: bool>(&self, k: usize) -> Series<T> {
         let start = *self.offsets.add(k) as usize;
         let end = *self.offsets.add(k + 1) as usize;
-        let dims = self.dims as usize;
+        let dims = if UNIVARIATE { 1 } else { self.dims as usize };
         Series {
             values: self.values.add(start * dims),
             times: if self.times.is_null() {
@@ -55,6 +65,27 @@ pub struct Series<T> {
     pub times: *const T,
     pub len: usize,
     pub dims: usize,
+}
+
+/// `run` on `a` and `b`, with their dimension a constant of the code where
+/// it is 1: the one place where the drivers specialise for univariate
+/// series. Univariate series take a copy of the driver of their own, where
+/// the cell updates' multivariate paths (a loop over the dimensions per
+/// cell, and the registers it holds) fold away; the multivariate path runs
+/// knowing `dims != 1`, so the univariate paths fold away from it. The
+/// kernels' univariate twins read their series with `dims` the constant 1
+/// ([`SetRef::series_of`]), so only the first copy is compiled there.
+#[inline(always)]
+pub fn specialised<T: Real, R>(
+    a: &Series<T>,
+    b: &Series<T>,
+    run: impl FnOnce(&Series<T>, &Series<T>) -> R,
+) -> R {
+    if a.dims == 1 {
+        run(&Series { dims: 1, ..*a }, &Series { dims: 1, ..*b })
+    } else {
+        run(a, b)
+    }
 }
 
 impl<T: Real> Series<T> {

@@ -1,0 +1,32 @@
+//! The one check every result passes before it is returned.
+
+use crate::{Error, Float, Result};
+use rayon::prelude::*;
+
+/// Results of up to this many values are checked on the calling thread,
+/// larger ones in pieces of this size on all threads.
+const PARALLEL_CHECK_MIN: usize = 1 << 16;
+
+/// Finite inputs give finite results unless the precision overflowed; a
+/// NaN from the GPU means a value was never written (outputs are poisoned
+/// with NaN before each launch), which is a failure, never a result.
+pub(crate) fn check_finite<T: Float>(values: &[T], on_gpu: bool) -> Result<()> {
+    let first_bad = |values: &[T]| values.iter().copied().find(|v| !v.is_finite());
+    // Large results (a query batch against millions of series) on all
+    // cores; small ones here, where waking the threads would cost more
+    // than the check.
+    let bad = if values.len() <= PARALLEL_CHECK_MIN {
+        first_bad(values)
+    } else {
+        values
+            .par_chunks(PARALLEL_CHECK_MIN)
+            .find_map_first(first_bad)
+    };
+    match bad {
+        None => Ok(()),
+        Some(bad) if on_gpu && bad.to_f64().is_nan() => {
+            Err(Error::Gpu("a kernel left a result unwritten".into()))
+        }
+        Some(_) => Err(Error::Overflow { precision: T::NAME }),
+    }
+}

@@ -1,0 +1,193 @@
+//! Distance matrices: of host batches on the chosen device, and of query
+//! batches against a resident set; and the distance of one pair.
+
+use super::finite::check_finite;
+use super::soft_dtw::soft_dtw_pairs;
+use crate::cpu::{self, CpuMeasure};
+use crate::gpu::{self, KernelParams};
+use crate::resident::Storage;
+use crate::{
+    Backend, ComputeOptions, Device, Error, Float, Metric, ResidentSet, Result, SeriesSet, SoftDtw,
+    Variant,
+};
+use ndarray::{Array2, ArrayView2};
+use timewarp_kernels::{DtwParams, SoftDtwParams, TwedParams};
+
+/// `$body` with `$params` bound to the kernel parameters of `$metric` in
+/// precision `$t` (a different type for each measure).
+macro_rules! with_params {
+    ($t:ty, $metric:expr, $params:ident => $body:expr) => {
+        match $metric {
+            Metric::Dtw(dtw) => {
+                let $params = DtwParams::new(dtw.band());
+                $body
+            }
+            Metric::SoftDtw(soft) => {
+                let $params =
+                    SoftDtwParams::new(<$t>::from_f64(soft.gamma())).with_band(soft.band());
+                $body
+            }
+            Metric::Twed(twed) => {
+                let $params = TwedParams {
+                    nu: <$t>::from_f64(twed.nu()),
+                    lambda: <$t>::from_f64(twed.lambda()),
+                    degree: <$t>::from_f64(twed.degree()),
+                };
+                $body
+            }
+        }
+    };
+}
+
+/// An error unless both batches have samples of the same dimensions.
+fn check_dims(first: usize, second: usize) -> Result<()> {
+    if first != second {
+        return Err(Error::DimensionMismatch { first, second });
+    }
+    Ok(())
+}
+
+/// The distance of every series of `a` (rows) to every series of `b`
+/// (columns); with `b = None`, of `a` to itself, each symmetric pair computed
+/// once.
+///
+/// Errors: samples of different dimensions, no usable GPU when
+/// [`Device::Gpu`] was asked for, a failing device, a result that overflowed
+/// the precision.
+pub fn distance_matrix<T: Float>(
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+    metric: Metric,
+    options: &ComputeOptions,
+) -> Result<Array2<T>> {
+    if let Some(b) = b {
+        check_dims(a.dims(), b.dims())?;
+    }
+    let backend = Backend::resolve(options.device)?;
+    let matrix = with_params!(T, metric, params => run(backend, options, params, a, b))?;
+    let matrix = match metric {
+        Metric::SoftDtw(soft) if soft.is_divergence() => {
+            divergence_matrix(matrix, a, b, soft, options)?
+        }
+        _ => matrix,
+    };
+    check_finite(standard(&matrix), backend.is_gpu())?;
+    Ok(matrix)
+}
+
+/// The values of a matrix this crate made (in standard layout).
+fn standard<T: Float>(matrix: &Array2<T>) -> &[T] {
+    matrix
+        .as_slice()
+        .expect("matrices are made in standard layout")
+}
+
+fn run<T: Float, P: CpuMeasure<T> + KernelParams<T>>(
+    backend: Backend,
+    options: &ComputeOptions,
+    params: P,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+) -> Result<Array2<T>> {
+    let gpu = match backend {
+        Backend::Cpu => return Ok(cpu::matrix(a, b, &params)),
+        Backend::Gpu(gpu) => gpu,
+    };
+    let variant = options.gpu_variant.unwrap_or_else(|| {
+        let other = b.unwrap_or(a);
+        let pairs = match b {
+            Some(b) => a.len() * b.len(),
+            None => a.len() * (a.len() + 1) / 2,
+        };
+        let shortest = a.min_len().min(other.min_len());
+        let band = gpu::band_width(&params, a.lengths(), other.lengths());
+        gpu::matrix_variant(P::MEASURE, pairs, shortest, band)
+    });
+    gpu::matrix(gpu, variant, params, a, b, options.gpu_memory_budget)
+}
+
+/// The distance of every series of `queries` (rows) to every series of the
+/// resident `database` (columns), computed where the database lives: the
+/// queries go to the device in blocks, the results come back as the next
+/// tiles run, and the database does not move.
+///
+/// `options.gpu_memory_budget` bounds what the call allocates besides the
+/// resident set (larger query batches and outputs run in chunks);
+/// `options.gpu_variant` may be `naive`, `warp`, `local` or `shared` (the
+/// default picks the warp kernel): the others read their series from host
+/// memory and are an error here. `options.device` must agree with where
+/// the set lives (`Auto` always does).
+///
+/// Errors: samples of different dimensions, a device that disagrees, a
+/// variant that reads host memory, a failing device, a result that
+/// overflowed the precision.
+pub fn distance_matrix_resident<T: Float>(
+    queries: &SeriesSet<T>,
+    database: &ResidentSet<T>,
+    metric: Metric,
+    options: &ComputeOptions,
+) -> Result<Array2<T>> {
+    check_dims(queries.dims(), database.dims())?;
+    let backend = database.backend(options.device)?;
+    if matches!(metric, Metric::SoftDtw(soft) if soft.is_divergence()) {
+        return Err(Error::InvalidInput(
+            "the soft-DTW divergence needs each database series against itself; \
+             use distance_matrix for it"
+                .into(),
+        ));
+    }
+    let budget = options.gpu_memory_budget;
+    let matrix = with_params!(T, metric, params => match (&database.storage, backend) {
+        (Storage::Gpu(set), Backend::Gpu(gpu)) => {
+            let variant = gpu::resident_variant(options.gpu_variant)?;
+            gpu::matrix_resident(gpu, variant, params, queries, set, budget)
+        }
+        (Storage::Host(set), _) => Ok(cpu::matrix(queries, Some(set), &params)),
+        (Storage::Gpu(_), Backend::Cpu) => unreachable!("a GPU set computes on the GPU"),
+    })?;
+    check_finite(standard(&matrix), backend.is_gpu())?;
+    Ok(matrix)
+}
+
+/// The distance between two series (`length x dims` each), on the CPU.
+pub fn distance<T: Float>(a: ArrayView2<T>, b: ArrayView2<T>, metric: Metric) -> Result<T> {
+    let a = SeriesSet::from_series([a])?;
+    let b = SeriesSet::from_series([b])?;
+    let matrix = distance_matrix(&a, Some(&b), metric, &ComputeOptions::on(Device::Cpu))?;
+    Ok(matrix[[0, 0]])
+}
+
+/// The soft-DTW divergence matrix from the Soft-DTW matrix `sdtw(a_i, b_j)`:
+/// minus half of `sdtw(a_i, a_i) + sdtw(b_j, b_j)`, computed as paired
+/// batches on the same device.
+fn divergence_matrix<T: Float>(
+    mut matrix: Array2<T>,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+    soft: SoftDtw,
+    options: &ComputeOptions,
+) -> Result<Array2<T>> {
+    let plain = SoftDtw::new(soft.gamma())?;
+    let plain = match soft.band() {
+        Some(r) => plain.with_band(r),
+        None => plain,
+    };
+    // The self-terms are paired batches: a variant that computes matrices
+    // only leaves them to the default choice.
+    let paired = ComputeOptions {
+        gpu_variant: options
+            .gpu_variant
+            .filter(|v| matches!(v, Variant::Stencil | Variant::Warp | Variant::Tiled)),
+        ..*options
+    };
+    let own_a = soft_dtw_pairs(a, a, plain, &paired)?;
+    let own_b = match b {
+        Some(b) => soft_dtw_pairs(b, b, plain, &paired)?,
+        None => own_a.clone(),
+    };
+    let two = T::ONE + T::ONE;
+    for ((i, j), value) in matrix.indexed_iter_mut() {
+        *value = *value - (own_a[i] + own_b[j]) / two;
+    }
+    Ok(matrix)
+}

@@ -1,0 +1,13 @@
+//! The public entry points: distance matrices (host batches or against a
+//! resident set), single distances, and Soft-DTW of paired batches with
+//! gradients. Each resolves the backend, computes, and checks the result.
+
+mod finite;
+mod matrix;
+mod soft_dtw;
+
+pub use matrix::{distance, distance_matrix, distance_matrix_resident};
+pub use soft_dtw::{
+    soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident,
+};

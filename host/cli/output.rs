@@ -1,0 +1,87 @@
+//! What the commands write: text and matrices on stdout (a closed pipe is
+//! not a failure), `--out` files (checked before any work, written through
+//! a temporary file so a failure leaves none), and progress bars.
+
+use super::Failure;
+use indicatif::{ProgressBar, ProgressStyle};
+use ndarray::ArrayView2;
+use ndarray_npy::WritableElement;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use timewarp::formats;
+use timewarp::{Error, Float};
+
+/// Text on stdout. A closed pipe (`| head`) is not a failure.
+pub fn print(text: &str) -> Result<(), Failure> {
+    stdout_result(std::io::stdout().lock().write_all(text.as_bytes()))
+}
+
+/// A matrix as CSV on stdout.
+pub fn print_csv<T: Float>(matrix: ArrayView2<T>) -> Result<(), Failure> {
+    stdout_result(formats::write_csv(std::io::stdout().lock(), matrix))
+}
+
+fn stdout_result(result: std::io::Result<()>) -> Result<(), Failure> {
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::runtime(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks `--out` before any work: a known extension, an existing folder.
+pub fn check_output_path(path: &Path) -> Result<(), Failure> {
+    let fail = |problem: String| Err(Failure::usage(format!("{}: {problem}", path.display())));
+    let extension = path.extension().map(|e| e.to_string_lossy().to_lowercase());
+    if !matches!(extension.as_deref(), Some("csv" | "npy")) {
+        return fail("the output must end in .csv or .npy".into());
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !folder.is_dir() {
+        return fail(format!("no folder {}", folder.display()));
+    }
+    Ok(())
+}
+
+/// Writes the matrix to `path` (.csv or .npy) through a temporary file in
+/// the same folder, renamed at the end, so a failure leaves no partial file.
+pub fn write_output<T: Float + WritableElement>(
+    path: &Path,
+    matrix: ArrayView2<T>,
+) -> Result<(), Failure> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let extension = path.extension().unwrap_or_default().to_string_lossy();
+    let temporary = path.with_file_name(format!(
+        ".{name}.{}.partial.{extension}",
+        std::process::id()
+    ));
+    let result = formats::write_matrix(&temporary, matrix).and_then(|()| {
+        std::fs::rename(&temporary, path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    });
+    result.map_err(|error| {
+        let _ = std::fs::remove_file(&temporary);
+        // Name the file asked for, not the temporary one.
+        match error {
+            Error::Io { source, .. } => Failure::usage(format!("{}: {source}", path.display())),
+            other => other.into(),
+        }
+    })
+}
+
+/// A progress bar on stderr of `total` steps, drawn only when stderr is a
+/// terminal, so that it never mixes into redirected output.
+pub fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template("{bar:40} {percent:>3}% {elapsed} (eta {eta}) {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::new(total).with_style(style)
+}

@@ -1,0 +1,114 @@
+//! Batches of pairs: a matrix, or paired batches, spread over rayon's
+//! threads, in lockstep where the measure and the processor allow it.
+
+use super::one_pair::{buffer_len, one_pair};
+use super::units::{
+    lockstep_available, lockstep_pair_values, CpuMeasure, LOCKSTEP_BYTES, LOCKSTEP_MIN,
+};
+use crate::{Float, SeriesSet};
+use ndarray::Array2;
+use rayon::prelude::*;
+use timewarp_kernels::launch::{tile_pairs, triangle_pair};
+use timewarp_kernels::SetRef;
+
+/// Pairs handed to a rayon task at once: enough to amortise scheduling for
+/// short series, few enough to balance long ones.
+const PAIRS_PER_TASK: usize = 16;
+
+/// The values of the pairs `0..count`, pair `k` being series `pair(k).0` of
+/// `a` against series `pair(k).1` of `b`, whose series have at most `a_max`
+/// and `b_max` samples: in lockstep where the measure and the processor
+/// allow it, else one at a time.
+fn pair_values<T: Float, R: CpuMeasure<T>>(
+    a: &SetRef<T>,
+    b: &SetRef<T>,
+    (a_max, b_max): (usize, usize),
+    count: usize,
+    pair: impl Fn(usize) -> (usize, usize) + Sync,
+    measure: &R,
+) -> Vec<T> {
+    if R::LOCKSTEP && count >= LOCKSTEP_MIN && lockstep_available() {
+        let maxima = (a_max, b_max);
+        let mut lanes = LOCKSTEP_BYTES / std::mem::size_of::<T>();
+        // Too few pairs to give every thread a unit of 16 lanes: units of
+        // 8, one vector, which keep twice as many threads busy.
+        if count < lanes * rayon::current_num_threads() {
+            lanes = 8;
+        }
+        return match lanes {
+            8 => lockstep_pair_values::<T, R, 8>(a, b, maxima, count, pair, measure),
+            16 => lockstep_pair_values::<T, R, 16>(a, b, maxima, count, pair, measure),
+            lanes => unreachable!("{lanes} lanes"),
+        };
+    }
+    let len = buffer_len(a_max, b_max);
+    (0..count)
+        .into_par_iter()
+        .with_min_len(PAIRS_PER_TASK)
+        .map_init(
+            || vec![T::ZERO; len],
+            |buffer, k| {
+                let (i, j) = pair(k);
+                // SAFETY: pair(k) indexes the batches, which outlive this
+                // call; the buffer fits their longest series.
+                unsafe { one_pair(measure, &a.series(i), &b.series(j), buffer) }
+            },
+        )
+        .collect()
+}
+
+/// Series `k` of `a` against series `k` of `b`, for every `k` (same counts).
+pub(crate) fn paired<T: Float, R: CpuMeasure<T>>(
+    a: &SeriesSet<T>,
+    b: &SeriesSet<T>,
+    measure: &R,
+) -> Vec<T> {
+    pair_values(
+        &a.host_ref(),
+        &b.host_ref(),
+        (a.max_len(), b.max_len()),
+        a.len(),
+        |k| (k, k),
+        measure,
+    )
+}
+
+/// Every series of `a` against every series of `b` (or of `a` itself, upper
+/// triangle computed once, when `b` is `None`).
+pub(crate) fn matrix<T: Float, R: CpuMeasure<T>>(
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+    measure: &R,
+) -> Array2<T> {
+    let triangle = b.is_none();
+    let b = b.unwrap_or(a);
+    let columns = b.len() as u64;
+    let pairs = tile_pairs(a.len() as u64, columns, triangle);
+    let pair = |k: u64| {
+        if triangle {
+            triangle_pair(k, columns)
+        } else {
+            (k / columns, k % columns)
+        }
+    };
+    let values = pair_values(
+        &a.host_ref(),
+        &b.host_ref(),
+        (a.max_len(), b.max_len()),
+        pairs as usize,
+        |k| {
+            let (i, j) = pair(k as u64);
+            (i as usize, j as usize)
+        },
+        measure,
+    );
+    let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
+    for (k, value) in values.into_iter().enumerate() {
+        let (i, j) = pair(k as u64);
+        out[[i as usize, j as usize]] = value;
+        if triangle {
+            out[[j as usize, i as usize]] = value;
+        }
+    }
+    out
+}

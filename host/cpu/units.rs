@@ -1,0 +1,217 @@
+//! Which measures run pairs of one shape in lockstep ([`CpuMeasure`]), and
+//! the batch cut into units of one shape that run together, spread over
+//! rayon's threads.
+
+use super::one_pair::{buffer_len, narrow_window, one_pair};
+use crate::lanes::Lanes;
+use crate::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep};
+use crate::Float;
+use rayon::prelude::*;
+use timewarp_kernels::{DtwParams, Recurrence, Series, SetRef, SoftDtwParams, TwedParams};
+
+/// Bytes of the pairs' values that one lockstep step computes: two AVX2
+/// vectors, 8 `f64` or 16 `f32` lanes, so that each operation of a cell's
+/// update is two independent vector instructions (fewer lanes are not
+/// vectorised at all: see `lanes::LaneReal`; docs/algorithms.md has the
+/// measurements).
+pub(super) const LOCKSTEP_BYTES: usize = 64;
+
+/// The share of a pair's cells below which pairs of one shape run one at a
+/// time on the rows instead of in lockstep, which passes over every cell:
+/// vectorised, a lockstep run's cell costs a small part of one on the rows
+/// (docs/benchmarks.md: Soft-DTW's rows win below about 1.3% of the cells,
+/// DTW's below about 16%).
+const NARROW_FOR_LOCKSTEP: f64 = 0.01;
+
+/// Fewest pairs of one shape worth a lockstep run (the unused lanes repeat
+/// a pair): one run costs about as much as 3 or 4 pairs one at a time.
+pub(super) const LOCKSTEP_MIN: usize = 4;
+
+/// A measure as the CPU backend runs it: one pair at a time, or pairs of
+/// one shape in lockstep.
+pub(crate) trait CpuMeasure<T: Float>: Recurrence<T> + Sync {
+    /// Whether pairs of one shape run together ([`CpuMeasure::lockstep`]).
+    const LOCKSTEP: bool = false;
+
+    /// The values of `K` pairs of one shape, computed in lockstep.
+    ///
+    /// # Safety
+    /// As [`lockstep_values`]; only called if [`CpuMeasure::LOCKSTEP`] and
+    /// [`lockstep_available`].
+    unsafe fn lockstep<const K: usize>(
+        &self,
+        _a: &[Series<T>; K],
+        _b: &[Series<T>; K],
+        _buffer: *mut Lanes<T, K>,
+    ) -> [T; K] {
+        unreachable!("the measure does not run in lockstep")
+    }
+}
+
+/// DTW's cell update is a recurrence over any [`timewarp_kernels::Real`],
+/// lanes included, and gives the same bits in a lane as alone (the same
+/// operations on the same values; the lanes' `min` equals `f64::min` on
+/// numbers): in lockstep it is 3 to 5 times faster, vectorised.
+impl<T: Float> CpuMeasure<T> for DtwParams {
+    const LOCKSTEP: bool = true;
+
+    unsafe fn lockstep<const K: usize>(
+        &self,
+        a: &[Series<T>; K],
+        b: &[Series<T>; K],
+        buffer: *mut Lanes<T, K>,
+    ) -> [T; K] {
+        #[cfg(target_arch = "x86_64")]
+        return lockstep_avx2(self, a, b, buffer);
+        #[cfg(not(target_arch = "x86_64"))]
+        lockstep_values(self, a, b, buffer)
+    }
+}
+
+impl<T: Float> CpuMeasure<T> for TwedParams<T> {}
+
+impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
+    const LOCKSTEP: bool = true;
+
+    unsafe fn lockstep<const K: usize>(
+        &self,
+        a: &[Series<T>; K],
+        b: &[Series<T>; K],
+        buffer: *mut Lanes<T, K>,
+    ) -> [T; K] {
+        let lanes = Lockstep::<T, K>::lanes(self);
+        #[cfg(target_arch = "x86_64")]
+        return lockstep_avx2(&lanes, a, b, buffer);
+        #[cfg(not(target_arch = "x86_64"))]
+        lockstep_values(&lanes, a, b, buffer)
+    }
+}
+
+/// Whether the lockstep driver can run here: its polynomials need fused
+/// multiply-adds in hardware (AVX2 and FMA on x86-64, always there on
+/// AArch64); elsewhere every pair runs alone.
+pub(super) fn lockstep_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+    #[cfg(target_arch = "aarch64")]
+    return true;
+    #[allow(unreachable_code)]
+    false
+}
+
+/// [`lockstep_values`] compiled for AVX2 and FMA (the driver, the cell
+/// update and the lanes' arithmetic are all inlined into it): four `f64` or
+/// eight `f32` lanes per instruction, and `mul_add` one instruction.
+///
+/// # Safety
+/// As [`lockstep_values`]; the processor has AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn lockstep_avx2<T: Float, M: Recurrence<Lanes<T, K>>, const K: usize>(
+    measure: &M,
+    a: &[Series<T>; K],
+    b: &[Series<T>; K],
+    buffer: *mut Lanes<T, K>,
+) -> [T; K] {
+    lockstep_values(measure, a, b, buffer)
+}
+
+/// Pairs run together: `len` consecutive pairs of the shape-sorted order
+/// from `start` on, in lockstep if `len >= LOCKSTEP_MIN`, else one by one.
+#[derive(Clone, Copy)]
+struct Unit {
+    start: usize,
+    len: usize,
+}
+
+/// The pairs `0..count` ordered by shape (`shape(k)`; stable, so that pairs
+/// of one shape keep their order) and cut into [`Unit`]s: runs of one shape
+/// in groups of up to `lanes`, single pairs where a run is shorter than
+/// [`LOCKSTEP_MIN`].
+fn units(
+    count: usize,
+    lanes: usize,
+    shape: impl Fn(usize) -> (usize, usize),
+) -> (Vec<usize>, Vec<Unit>) {
+    let mut order: Vec<usize> = (0..count).collect();
+    order.sort_by_key(|&k| shape(k));
+    let mut units = Vec::with_capacity(count / lanes + 1);
+    let mut start = 0;
+    while start < count {
+        let first = shape(order[start]);
+        let mut end = start + 1;
+        while end < count && end - start < lanes && shape(order[end]) == first {
+            end += 1;
+        }
+        if end - start >= LOCKSTEP_MIN {
+            units.push(Unit {
+                start,
+                len: end - start,
+            });
+        } else {
+            units.extend((start..end).map(|start| Unit { start, len: 1 }));
+        }
+        start = end;
+    }
+    (order, units)
+}
+
+/// [`pair_values`] with pairs of one shape `K` at a time: [`units`] spread
+/// over rayon's threads, each thread with its buffers.
+pub(super) fn lockstep_pair_values<T: Float, R: CpuMeasure<T>, const K: usize>(
+    a: &SetRef<T>,
+    b: &SetRef<T>,
+    (a_max, b_max): (usize, usize),
+    count: usize,
+    pair: impl Fn(usize) -> (usize, usize) + Sync,
+    measure: &R,
+) -> Vec<T> {
+    let series = |k: usize| {
+        let (i, j) = pair(k);
+        // SAFETY: pair(k) indexes the batches, which outlive this call.
+        unsafe { (a.series(i), b.series(j)) }
+    };
+    let (order, units) = units(count, K, |k| {
+        let (x, y) = series(k);
+        (x.len, y.len)
+    });
+    let single_len = buffer_len(a_max, b_max);
+    let lanes_len = lockstep_buffer_len(a_max, b_max, a.dims as usize);
+    let results: Vec<[T; K]> = units
+        .par_iter()
+        .map_init(
+            || {
+                let lanes = vec![Lanes([T::ZERO; K]); lanes_len];
+                (vec![T::ZERO; single_len], lanes)
+            },
+            |(single, lanes), unit| {
+                let pairs = &order[unit.start..unit.start + unit.len];
+                let mut values = [T::ZERO; K];
+                let (x, y) = series(pairs[0]);
+                let narrow = narrow_window(measure, (x.len, y.len), NARROW_FOR_LOCKSTEP);
+                if unit.len >= LOCKSTEP_MIN && !narrow {
+                    // Unused lanes repeat the unit's last pair.
+                    let xs = std::array::from_fn(|l| series(pairs[l.min(unit.len - 1)]).0);
+                    let ys = std::array::from_fn(|l| series(pairs[l.min(unit.len - 1)]).1);
+                    // SAFETY: the pairs share a shape, and the buffer fits
+                    // the longest series.
+                    values = unsafe { measure.lockstep(&xs, &ys, lanes.as_mut_ptr()) };
+                } else {
+                    for (value, &k) in values.iter_mut().zip(pairs) {
+                        let (x, y) = series(k);
+                        // SAFETY: the buffer fits the longest series.
+                        *value = unsafe { one_pair(measure, &x, &y, single) };
+                    }
+                }
+                values
+            },
+        )
+        .collect();
+    let mut out = vec![T::ZERO; count];
+    for (unit, values) in units.iter().zip(results) {
+        for (&k, value) in order[unit.start..unit.start + unit.len].iter().zip(values) {
+            out[k] = value;
+        }
+    }
+    out
+}

@@ -1,0 +1,332 @@
+//! An open GPU ([`Gpu`]): its context and stream, the kernels loaded so
+//! far, the pool of pinned buffers, and the one way every launcher enters a
+//! computation ([`Gpu::begin`]), loads a kernel ([`Gpu::function`]) and
+//! launches it ([`Gpu::launch`]). The launchers (`pairs`, `stencil`,
+//! `paired`, `gradient`, `long_pair`, `antidiagonal`) take a `&Gpu`.
+
+use super::device::{driver_error, gpu_error, list_gpus, GpuInfo};
+use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
+use super::staging::PinnedPool;
+use crate::{Error, Float, Result};
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{
+    result as driver, sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
+    DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+use timewarp_kernels::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
+use timewarp_kernels::launch::pairs::{PairsLaunch, StencilLaunch};
+use timewarp_kernels::{KernelId, MeasureParams, Recurrence};
+
+/// Kernel parameters the GPU runtime launches with: a measure's
+/// recurrence, which names its kernels.
+pub(crate) trait KernelParams<T: Float>:
+    Recurrence<T> + MeasureParams + Send + Sync + 'static
+{
+}
+
+impl<T: Float, P: Recurrence<T> + MeasureParams + Send + Sync + 'static> KernelParams<T> for P {}
+
+/// Shared memory a kernel may use without opting in.
+pub(crate) const DEFAULT_SHARED_BYTES: usize = 48 * 1024;
+
+/// An open GPU: its context, stream and the kernels loaded so far.
+pub struct Gpu {
+    info: GpuInfo,
+    pub(crate) context: Arc<CudaContext>,
+    /// The stream of the launchers that run one launch after another.
+    pub(crate) stream: Arc<CudaStream>,
+    /// Each kernel is its own module, loaded (JIT-compiled) on first use.
+    functions: Mutex<HashMap<KernelId, Arc<OnceLock<Loaded>>>>,
+    /// One computation at a time: they share the streams and size their
+    /// memory use from what is free.
+    busy: Mutex<()>,
+    /// Nanoseconds computations have held `busy`, in all.
+    busy_nanos: AtomicU64,
+    /// The streams and pinned buffers of the pipelined pair kernels.
+    pub(crate) pool: PinnedPool,
+}
+
+/// A computation's hold on the GPU ([`Gpu::begin`]); adds its time to
+/// [`Gpu::busy_time`] when dropped.
+pub(crate) struct Busy<'a> {
+    _guard: MutexGuard<'a, ()>,
+    since: Instant,
+    total: &'a AtomicU64,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let nanos = self.since.elapsed().as_nanos() as u64;
+        self.total.fetch_add(nanos, Ordering::Relaxed);
+    }
+}
+
+/// A kernel loaded, or why it could not be.
+type Loaded = std::result::Result<CudaFunction, String>;
+
+static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+
+impl Gpu {
+    /// The process's GPU (device 0), opened on first use; an error says why
+    /// there is none.
+    pub fn get() -> Result<&'static Gpu> {
+        GPU.get_or_init(|| Gpu::open(0))
+            .as_ref()
+            .map_err(|reason| Error::GpuUnavailable(reason.clone()))
+    }
+
+    fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
+        if let Some(reason) = kernels_build_error() {
+            return Err(format!("this build has no GPU kernels: {reason}"));
+        }
+        let gpus = list_gpus()?;
+        let info = gpus
+            .into_iter()
+            .nth(ordinal)
+            .ok_or_else(|| "the driver reports no CUDA device".to_string())?;
+        info.usable()?;
+        let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
+        let stream = context.default_stream();
+        Ok(Gpu {
+            info,
+            context,
+            stream,
+            functions: Mutex::new(HashMap::new()),
+            busy: Mutex::new(()),
+            busy_nanos: AtomicU64::new(0),
+            pool: PinnedPool::default(),
+        })
+    }
+
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// Enters a computation: one at a time (the returned guard), the
+    /// context bound to this thread, and the device-memory budget resolved
+    /// (`memory_budget`, or 3/4 of the memory free now).
+    pub(crate) fn begin(&self, memory_budget: Option<usize>) -> Result<(Busy<'_>, usize)> {
+        let guard = self
+            .busy
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let busy = Busy {
+            _guard: guard,
+            since: Instant::now(),
+            total: &self.busy_nanos,
+        };
+        self.context.bind_to_thread().map_err(gpu_error)?;
+        let budget = match memory_budget {
+            Some(bytes) => bytes,
+            None => driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3,
+        };
+        Ok((busy, budget))
+    }
+
+    /// How long computations have held this GPU since it was opened, in
+    /// all (they take it one at a time): with the wall time of a run, how
+    /// much of it the GPU was in use or loading kernels for it.
+    pub fn busy_time(&self) -> Duration {
+        Duration::from_nanos(self.busy_nanos.load(Ordering::Relaxed))
+    }
+
+    /// Kernel `id`, its module JIT-compiled from the embedded PTX on first
+    /// use. Different kernels compile at once on different threads; a
+    /// thread that wants a kernel being compiled waits for it.
+    pub(crate) fn function(&self, id: KernelId) -> Result<CudaFunction> {
+        let slot = self
+            .functions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(id)
+            .or_default()
+            .clone();
+        slot.get_or_init(|| self.load(id))
+            .clone()
+            .map_err(Error::Gpu)
+    }
+
+    /// JIT-compiles every kernel of the catalogue now, as one module (one
+    /// compilation of the whole PTX costs about half of one per kernel),
+    /// instead of each on its first use, where it holds up the computation
+    /// that needs it and those waiting for the GPU behind it. Call it from
+    /// a thread of its own to overlap the compilation with other work; a
+    /// computation that needs a kernel before then loads it alone. An error
+    /// if the PTX does not load or lacks a kernel of the catalogue.
+    pub fn load_kernels(&self) -> Result<()> {
+        let failed = |e: driver::DriverError| Error::Gpu(format!("loading the kernels: {e}"));
+        let module = self
+            .context
+            .load_module(Ptx::from_src(embedded_ptx()))
+            .map_err(failed)?;
+        for id in KernelId::all() {
+            let function = module.load_function(&id.to_string()).map_err(failed)?;
+            let slot = self
+                .functions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .entry(id)
+                .or_default()
+                .clone();
+            // A kernel already loaded alone keeps that module.
+            let _ = slot.set(Ok(function));
+        }
+        Ok(())
+    }
+
+    /// Kernel `id` JIT-compiled from its module of the embedded PTX.
+    fn load(&self, id: KernelId) -> std::result::Result<CudaFunction, String> {
+        let name = id.to_string();
+        let failed = |e: driver::DriverError| format!("kernel {name}: {e}");
+        let text = entry_module(embedded_ptx(), &name)
+            .ok_or_else(|| format!("the embedded PTX has no kernel {name}"))?;
+        let module: Arc<CudaModule> = self
+            .context
+            .load_module(Ptx::from_src(text))
+            .map_err(failed)?;
+        module.load_function(&name).map_err(failed)
+    }
+
+    /// A device attribute.
+    pub(crate) fn attribute(&self, attribute: CUdevice_attribute) -> Result<usize> {
+        Ok(self.context.attribute(attribute).map_err(gpu_error)? as usize)
+    }
+
+    /// Shared memory a block may opt into on this device.
+    pub fn max_shared_bytes(&self) -> Result<usize> {
+        self.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+    }
+
+    /// Kernel `id`, allowed `shared` bytes of dynamic shared memory (opting
+    /// in past the default), and the most threads a block of it may have;
+    /// an error if the device allows no block that much.
+    pub(crate) fn function_with_shared(
+        &self,
+        id: KernelId,
+        shared: usize,
+    ) -> Result<(CudaFunction, usize)> {
+        let function = self.function(id)?;
+        let limit = self.max_shared_bytes()?;
+        if shared > limit {
+            return Err(Error::Gpu(format!(
+                "kernel {id} needs {shared} bytes of shared memory per block, over the device's {limit}"
+            )));
+        }
+        if shared > DEFAULT_SHARED_BYTES {
+            function
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared as i32,
+                )
+                .map_err(gpu_error)?;
+        }
+        let threads = function.max_threads_per_block().map_err(gpu_error)? as usize;
+        Ok((function, threads))
+    }
+
+    /// Launches `function` on `stream` with `config` and `argument` as its
+    /// one parameter; `cooperative` launches guarantee that every block is
+    /// resident at once (or fail), as a grid-wide barrier needs.
+    ///
+    /// # Safety
+    /// `argument` is the kernel's parameter type, its pointers are valid
+    /// for what the kernel does with them, and the kernel was allowed
+    /// `config.shared_mem_bytes`.
+    pub(crate) unsafe fn launch<A: Copy>(
+        &self,
+        stream: &CudaStream,
+        function: &CudaFunction,
+        config: LaunchConfig,
+        cooperative: bool,
+        argument: A,
+    ) -> Result<()>
+    where
+        KernelArgument<A>: DeviceRepr,
+    {
+        let argument = KernelArgument(argument);
+        let mut builder = stream.launch_builder(function);
+        builder.arg(&argument);
+        let launched = if cooperative {
+            builder.launch_cooperative(config)
+        } else {
+            builder.launch(config)
+        };
+        launched.map(|_| ()).map_err(gpu_error)
+    }
+
+    /// Launches `function` on the GPU's stream on `blocks` blocks of
+    /// `threads` threads with `shared` bytes of dynamic shared memory.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`].
+    pub(crate) unsafe fn launch_blocks<A: Copy>(
+        &self,
+        function: &CudaFunction,
+        (blocks, threads): (u32, u32),
+        shared: usize,
+        argument: A,
+    ) -> Result<()>
+    where
+        KernelArgument<A>: DeviceRepr,
+    {
+        let config = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: shared as u32,
+        };
+        self.launch(&self.stream, function, config, false, argument)
+    }
+
+    /// After a computation on the GPU's stream: on failure, waits for what
+    /// it left running (errors ignored), before the buffers it used are
+    /// freed.
+    pub(crate) fn settle(&self, failed: bool) {
+        if failed {
+            let _ = self.stream.synchronize();
+        }
+    }
+}
+
+/// Fill a fresh output with NaN (all bits set), so a pair the kernel failed
+/// to write cannot pass for a result. Returns its device address.
+pub(crate) fn poison<T: Float>(
+    stream: &CudaStream,
+    out: &mut CudaSlice<T>,
+) -> Result<sys::CUdeviceptr> {
+    let (pointer, _) = out.device_ptr(stream);
+    // SAFETY: `pointer` addresses `out`, whose size in bytes is given.
+    unsafe { poison_bytes(stream, pointer, out.num_bytes()) }?;
+    Ok(pointer)
+}
+
+/// [`poison`] of `bytes` bytes at device address `pointer`.
+///
+/// # Safety
+/// `pointer` addresses at least `bytes` bytes of device memory.
+pub(crate) unsafe fn poison_bytes(
+    stream: &CudaStream,
+    pointer: sys::CUdeviceptr,
+    bytes: usize,
+) -> Result<()> {
+    driver::memset_d8_async(pointer, 0xff, bytes, stream.cu_stream()).map_err(gpu_error)
+}
+
+/// The one kernel parameter, a `#[repr(C)]` struct shared with the device
+/// crate, passed by value.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub(crate) struct KernelArgument<A>(A);
+
+// SAFETY: the launch structs are `#[repr(C)]`, `Copy`, and laid out
+// identically by the host and the nvptx64 compiler (same definition, same
+// field types, 64-bit pointers on both).
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PairsLaunch<T, P>> {}
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<StencilLaunch<T, P>> {}
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PanelLaunch<T, P>> {}
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<DiagonalLaunch<T, P>> {}

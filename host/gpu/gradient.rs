@@ -1,0 +1,290 @@
+//! The Soft-DTW gradient of paired batches on the GPU: per pair the
+//! stencil driver's forward pass storing the cost matrix, then its backward
+//! pass, a block a pair (`gradient` kernels), from host batches or resident
+//! sets.
+//!
+//! Device memory besides the batches: per pair its whole cost matrix
+//! (`n * m` values, diagonal-major) and the gradients, laid out like the
+//! batches' values ([`crate::soft_dtw_gradient_bytes_per_pair`]). Batches
+//! are cut into chunks whose cost matrices fit the budget; the stores are
+//! allocated once per call, for the largest chunk, the gradients for the
+//! whole batch, and copied back once. Shared memory per block: six
+//! anti-diagonals of `min(n, m) + 1` values; the kernels opt into more than
+//! the default when a pair needs it, up to the device's limit, past which
+//! the rings move to global memory (slower, but any length whose cost
+//! matrix fits the device).
+
+use super::context::{poison_bytes, Gpu, KernelParams};
+use super::device::gpu_error;
+use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
+use super::layout::image_bytes;
+use super::plan::chunks;
+use super::plan::paired::{operands, GradientPlan, Shapes};
+use super::select::block_threads;
+use super::stencil::{shared_bytes, stencil_launch};
+use crate::results::PairedGradients;
+use crate::{Error, Float, Result, SeriesSet};
+use cudarc::driver::DevicePtr;
+use std::mem::size_of;
+use std::ops::Range;
+use timewarp_kernels::drivers::stencil::GRADIENT_RINGS;
+use timewarp_kernels::launch::pairs::GradientBuffers;
+use timewarp_kernels::launch::Numbering;
+use timewarp_kernels::{Differentiable, Driver, KernelId};
+
+/// Soft-DTW values and gradients of series `k` of `x` against series
+/// `k` of `y` (same counts and dims, checked by the caller), and with
+/// `divergence` also of `x_k` and `y_k` against themselves (the values
+/// as `paired::paired_values` lays them out, the gradients as
+/// [`PairedGradients`] says); with respect to `y` only if `with_y`. The
+/// batches go to the device in chunks whose cost matrices fit the
+/// budget ([`crate::soft_dtw_gradient_bytes_per_pair`]), each chunk's
+/// `x` and `y` once.
+pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpu: &Gpu,
+    params: P,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    divergence: bool,
+    with_y: bool,
+    memory_budget: Option<usize>,
+) -> Result<PairedGradients<T>> {
+    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    let dims = x.dims();
+    let global_rings = global_rings::<T>(gpu, &shapes)?;
+    let ring_bytes = if global_rings {
+        shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
+    } else {
+        0
+    };
+    let plan = GradientPlan::new(&shapes, dims, with_y, ring_bytes);
+    let bytes = |k: usize| {
+        image_bytes(x, k..k + 1)
+            + image_bytes(y, k..k + 1)
+            + plan.outputs_of(&shapes, k, dims) * size_of::<T>()
+            + plan.workspace_of::<T>(&shapes, k)
+    };
+    let (pairs, launches) = (shapes.pairs(), shapes.launches());
+    let mut result = PairedGradients {
+        values: vec![T::ZERO; launches * pairs],
+        grad_x: Vec::with_capacity(plan.x_values),
+        grad_y: with_y.then(|| Vec::with_capacity(plan.y_values)),
+        grad_xx: divergence.then(|| Vec::with_capacity(plan.x_values)),
+        grad_yy: (divergence && with_y).then(|| Vec::with_capacity(plan.y_values)),
+    };
+    let ranges = chunks(pairs, budget, UPLOAD_SLACK, bytes, "its Soft-DTW gradient")?;
+    let whole = ranges.len() == 1;
+    for range in ranges {
+        let uploaded = upload_ranges(gpu, &[x, y], range.clone())?;
+        let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
+        let left = budget.saturating_sub(uploaded.bytes());
+        let chunk = gradient_on(
+            gpu,
+            params,
+            (&x_chunk, &y_chunk),
+            divergence,
+            with_y,
+            left,
+            global_rings,
+        );
+        // The chunk's images are freed next: no kernel may still read them.
+        gpu.settle(chunk.is_err());
+        let chunk = chunk?;
+        if whole {
+            return Ok(chunk);
+        }
+        for l in 0..launches {
+            result.values[l * pairs + range.start..l * pairs + range.end]
+                .copy_from_slice(&chunk.values[l * range.len()..(l + 1) * range.len()]);
+        }
+        result.grad_x.extend(chunk.grad_x);
+        for (all, part) in [
+            (&mut result.grad_y, chunk.grad_y),
+            (&mut result.grad_xx, chunk.grad_xx),
+            (&mut result.grad_yy, chunk.grad_yy),
+        ] {
+            if let (Some(all), Some(part)) = (all, part) {
+                all.extend(part);
+            }
+        }
+    }
+    Ok(result)
+}
+
+/// [`paired_gradient`] of two resident sets (same counts
+/// and dims, checked by the caller): nothing is uploaded,
+/// `memory_budget` bounds what the call allocates besides them.
+pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpu: &Gpu,
+    params: P,
+    (x, y): (&DeviceSeriesSet<T>, &DeviceSeriesSet<T>),
+    divergence: bool,
+    with_y: bool,
+    memory_budget: Option<usize>,
+) -> Result<PairedGradients<T>> {
+    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let global_rings = global_rings::<T>(gpu, &shapes)?;
+    let result = gradient_on(
+        gpu,
+        params,
+        (&x.batch(), &y.batch()),
+        divergence,
+        with_y,
+        budget,
+        global_rings,
+    );
+    gpu.settle(result.is_err());
+    result
+}
+
+/// The values and gradients of the pairs of two device batches, laid
+/// out as [`paired_gradient`] says, the rings in global
+/// memory if `global_rings` (decided for the whole batch), in chunks
+/// whose stores fit `budget` besides the outputs. Returns once the
+/// results are back: the batches may be freed then.
+fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpu: &Gpu,
+    params: P,
+    (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
+    divergence: bool,
+    with_y: bool,
+    budget: usize,
+    global_rings: bool,
+) -> Result<PairedGradients<T>> {
+    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let (pairs, launches) = (shapes.pairs(), shapes.launches());
+    let ring_bytes = if global_rings {
+        shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
+    } else {
+        0
+    };
+    let plan = GradientPlan::new(&shapes, x.dims(), with_y, ring_bytes);
+    debug_assert_eq!((plan.x_values, plan.y_values), (x.values(), y.values()));
+    let outputs = plan.outputs();
+    let output_bytes = outputs * size_of::<T>();
+    if output_bytes > budget {
+        return Err(Error::Gpu(format!(
+            "the values and gradients of {pairs} pairs need {output_bytes} bytes of device memory, over the {budget} available"
+        )));
+    }
+    let ranges = chunks(
+        pairs,
+        budget - output_bytes,
+        0,
+        |k| plan.workspace_of::<T>(&shapes, k),
+        "its Soft-DTW gradient",
+    )?;
+    let stream = &gpu.stream;
+    // Every output in one buffer (copied back part by part into the
+    // vectors returned): the values poisoned with NaN (a pair the
+    // kernel failed to write cannot pass for a result), the gradients
+    // zeroed (the kernel adds to them).
+    let results = stream.alloc_zeros::<T>(outputs).map_err(gpu_error)?;
+    let base = results.device_ptr(stream).0;
+    let at = |values: usize| base + (values * size_of::<T>()) as u64;
+    // SAFETY: the buffer begins with the `launches * pairs` values.
+    unsafe { poison_bytes(stream, base, launches * pairs * size_of::<T>()) }?;
+    // Each chunk's store offsets, launch after launch, relative to the
+    // chunk's store, uploaded together; and one store (and rings) for
+    // the largest chunk, used by each in turn (the forward pass writes
+    // every cell before the backward pass reads it).
+    let mut store_offsets = Vec::with_capacity(launches * pairs);
+    let mut store_len = 0;
+    let mut starts = Vec::with_capacity(ranges.len());
+    for range in &ranges {
+        starts.push(store_offsets.len());
+        let mut total = 0u64;
+        for l in 0..launches {
+            for k in range.clone() {
+                store_offsets.push(total);
+                let (n, m) = shapes.lengths(l, k);
+                total += (n * m) as u64;
+            }
+        }
+        store_len = store_len.max(total as usize);
+    }
+    let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
+    // Rings in global memory: `ring` values each, per pair of a launch
+    // (the launches, one after the other, share them).
+    let ring = shapes.longest_ring();
+    let ring_values = if global_rings {
+        longest_chunk * GRADIENT_RINGS * ring
+    } else {
+        0
+    };
+    let store_offsets = stream.clone_htod(&store_offsets).map_err(gpu_error)?;
+    let offsets_base = store_offsets.device_ptr(stream).0;
+    let workspace = stream
+        .alloc_zeros::<T>((store_len + ring_values).max(1))
+        .map_err(gpu_error)?;
+    let store = workspace.device_ptr(stream).0;
+    let rings = store + (store_len * size_of::<T>()) as u64;
+    let id = KernelId::new(P::MEASURE, Driver::Gradient, false, T::PRECISION);
+    for (range, start) in ranges.iter().zip(starts) {
+        let len = range.len();
+        let chunk = shapes.range(range);
+        for l in 0..launches {
+            let (a, b) = operands(l, x, y);
+            let (grad_a, grad_b) = plan.gradients(l);
+            let shared_ring = chunk.ring_len(l);
+            let (ring, shared) = if global_rings {
+                (ring, 0)
+            } else {
+                (shared_ring, shared_bytes::<T>(GRADIENT_RINGS, shared_ring))
+            };
+            let (function, limit) = gpu.function_with_shared(id, shared)?;
+            let threads = block_threads(ring, limit);
+            let refs = (a.view(range.clone()), b.view(range.clone()));
+            let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, ring);
+            launch.pairs.out = at(l * pairs + range.start) as *mut T;
+            launch.gradient = GradientBuffers {
+                store: store as *mut T,
+                store_offsets: (offsets_base + ((start + l * len) * size_of::<u64>()) as u64)
+                    as *const u64,
+                grad_a: at(grad_a) as *mut T,
+                grad_b: grad_b.map_or(std::ptr::null_mut(), |g| at(g) as *mut T),
+                rings: if global_rings {
+                    rings as *mut T
+                } else {
+                    std::ptr::null_mut()
+                },
+            };
+            // SAFETY: the batches are on the device and outlive the
+            // launch (the copy below waits for it); the store holds
+            // every pair's n x m cells at its offset (launches one
+            // after the other on one stream share it); `out` one value
+            // per pair; the gradients the whole batches' samples at the
+            // positions of their device offsets, zeroed; the six rings
+            // of `ring` values per pair are in `rings` or in the
+            // `shared` bytes the kernel was allowed.
+            unsafe { gpu.launch_blocks(&function, (len as u32, threads), shared, launch) }?;
+        }
+    }
+    // Each part straight into its own vector (the first copy waits for
+    // the launches).
+    let part = |start: usize, len: usize| {
+        stream
+            .clone_dtoh(&results.slice(start..start + len))
+            .map_err(gpu_error)
+    };
+    let (grad_x, grad_y) = plan.gradients(0);
+    Ok(PairedGradients {
+        values: part(0, launches * pairs)?,
+        grad_x: part(grad_x, plan.x_values)?,
+        grad_y: grad_y.map(|g| part(g, plan.y_values)).transpose()?,
+        grad_xx: divergence
+            .then(|| part(plan.gradients(1).0, plan.x_values))
+            .transpose()?,
+        grad_yy: (divergence && with_y)
+            .then(|| part(plan.gradients(2).0, plan.y_values))
+            .transpose()?,
+    })
+}
+
+/// Whether the gradient's rings go to global memory: when those of the
+/// longest pair of `shapes` do not fit a block's shared memory (then
+/// for every pair).
+fn global_rings<T: Float>(gpu: &Gpu, shapes: &Shapes) -> Result<bool> {
+    Ok(shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring()) > gpu.max_shared_bytes()?)
+}

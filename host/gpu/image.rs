@@ -1,0 +1,224 @@
+//! Series in device memory: resident sets ([`DeviceSeriesSet`]), the
+//! images the streamed pipeline uploads ([`DeviceImage`]), and the ranges
+//! of host batches the one-launch-at-a-time launchers upload for a call
+//! ([`upload_ranges`], read as [`DeviceBatch`]es).
+
+use super::context::Gpu;
+use super::device::gpu_error;
+use super::layout::{as_bytes_u64, Image, Layout};
+use crate::{Float, Result, SeriesSet};
+use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
+use std::marker::PhantomData;
+use std::ops::Range;
+use timewarp_kernels::SetRef;
+
+/// A batch in device memory, uploaded once by [`crate::upload`] and read by
+/// every computation against it until it is dropped.
+pub struct DeviceSeriesSet<T> {
+    pub(super) image: DeviceImage<T>,
+    /// The `len + 1` sample offsets, also on the host: the lengths the
+    /// paired computations plan with.
+    pub(super) offsets: Vec<u64>,
+    pub(super) max_len: usize,
+    pub(super) min_len: usize,
+}
+
+impl<T: Float> DeviceSeriesSet<T> {
+    /// Number of series.
+    pub fn len(&self) -> usize {
+        self.image.layout.count
+    }
+
+    /// Always false: a batch has at least one series.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Dimensions of each sample.
+    pub fn dims(&self) -> usize {
+        self.image.layout.dims
+    }
+
+    /// The longest series' length.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// The shortest series' length.
+    pub fn min_len(&self) -> usize {
+        self.min_len
+    }
+
+    /// The shortest and the longest series' lengths.
+    pub fn lengths(&self) -> (usize, usize) {
+        (self.min_len, self.max_len)
+    }
+
+    /// Total number of samples of all series.
+    pub fn total_samples(&self) -> usize {
+        self.image.layout.samples
+    }
+
+    /// Bytes of device memory it holds.
+    pub fn device_bytes(&self) -> usize {
+        self.image.layout.bytes()
+    }
+
+    /// The `len + 1` sample offsets of its series (the first 0).
+    pub(crate) fn offsets(&self) -> &[u64] {
+        &self.offsets
+    }
+
+    /// The set as the paired kernels read it.
+    pub(crate) fn batch(&self) -> DeviceBatch<'_, T> {
+        DeviceBatch {
+            base: self.image.base,
+            layout: self.image.layout,
+            offsets: &self.offsets,
+            memory: PhantomData,
+        }
+    }
+}
+
+/// Series in device memory as the one-launch-at-a-time launchers (stencil,
+/// paired, gradient, long pairs, anti-diagonal) read them: a device image (a resident set, or a range of a host batch
+/// uploaded for one call) and its offsets on the host, from which the host
+/// plans launches and sizes outputs. It borrows what owns the image.
+pub(crate) struct DeviceBatch<'a, T> {
+    base: u64,
+    layout: Layout,
+    /// `len + 1` sample offsets; only their differences count (those of an
+    /// uploaded range start where the range starts in its host batch).
+    offsets: &'a [u64],
+    memory: PhantomData<&'a T>,
+}
+
+impl<'a, T> DeviceBatch<'a, T> {
+    /// The `len + 1` sample offsets of its series.
+    pub(crate) fn offsets(&self) -> &'a [u64] {
+        self.offsets
+    }
+
+    /// Dimensions of each sample.
+    pub(crate) fn dims(&self) -> usize {
+        self.layout.dims
+    }
+
+    /// Values of all its samples (`samples * dims`): what a gradient with
+    /// respect to it holds, laid out like its values, at the positions the
+    /// kernels compute from its device offsets.
+    pub(crate) fn values(&self) -> usize {
+        self.layout.samples * self.layout.dims
+    }
+
+    /// The kernels' view of its series `range`.
+    pub(crate) fn view(&self, range: Range<usize>) -> SetRef<T> {
+        self.layout.set_ref(self.base, range.start, range.len())
+    }
+}
+
+/// Ranges of host batches uploaded for one computation, an image each, in
+/// one allocation ([`upload_ranges`]).
+pub(crate) struct Uploaded<T> {
+    allocation: CudaSlice<u8>,
+    /// Each image's address and layout.
+    images: Vec<(u64, Layout)>,
+    /// The range's first series in its host batch.
+    first: usize,
+    element: PhantomData<T>,
+}
+
+/// Images of an upload start at multiples of this in its allocation.
+const UPLOAD_ALIGN: usize = 256;
+/// What an upload of two images may take beyond their bytes: their
+/// padding.
+pub(crate) const UPLOAD_SLACK: usize = 2 * UPLOAD_ALIGN;
+
+impl<T: Float> Uploaded<T> {
+    /// Bytes of device memory it holds.
+    pub(crate) fn bytes(&self) -> usize {
+        self.allocation.len()
+    }
+
+    /// Image `index` as the paired kernels read it; `set` is the host
+    /// batch it was uploaded from.
+    pub(crate) fn batch<'a>(&'a self, index: usize, set: &'a SeriesSet<T>) -> DeviceBatch<'a, T> {
+        let (base, layout) = self.images[index];
+        DeviceBatch {
+            base,
+            layout,
+            offsets: &set.parts().1[self.first..=self.first + layout.count],
+            memory: PhantomData,
+        }
+    }
+}
+
+/// Series `first .. first + layout.count` of a batch, in device memory.
+pub(crate) struct DeviceImage<T> {
+    /// Owns the memory `base` addresses.
+    pub(super) _allocation: CudaSlice<u8>,
+    pub(super) base: u64,
+    pub(super) layout: Layout,
+    /// Index in the whole batch of the image's first series.
+    pub(super) first: usize,
+    pub(super) element: PhantomData<T>,
+}
+
+impl<T> DeviceImage<T> {
+    /// The kernels' view of series `range` (indices in the whole batch).
+    pub(crate) fn view(&self, range: &Range<usize>) -> SetRef<T> {
+        self.layout
+            .set_ref(self.base, range.start - self.first, range.len())
+    }
+}
+
+/// Series `range` of each of `sets`, uploaded for one computation: an image
+/// each, in one allocation, copied on the GPU's stream straight from the
+/// batches' own arrays (their offsets rebased). The caller holds the GPU's
+/// lock and runs the kernels that read the images on the same stream.
+pub(crate) fn upload_ranges<T: Float>(
+    gpu: &Gpu,
+    sets: &[&SeriesSet<T>],
+    range: Range<usize>,
+) -> Result<Uploaded<T>> {
+    debug_assert!(sets.len() <= UPLOAD_SLACK / UPLOAD_ALIGN);
+    let images: Vec<Image> = sets.iter().map(|set| Image::new(set, &range)).collect();
+    let mut starts = Vec::with_capacity(images.len());
+    let mut total = 0;
+    for image in &images {
+        starts.push(total);
+        total = (total + image.layout.bytes()).next_multiple_of(UPLOAD_ALIGN);
+    }
+    let stream = &gpu.stream;
+    // SAFETY: every byte of the images is copied in below before any
+    // kernel reads it.
+    let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
+    let base = allocation.device_ptr(stream).0;
+    let mut placed = Vec::with_capacity(images.len());
+    for (image, start) in images.iter().zip(starts) {
+        let at = base + start as u64;
+        let first = image.offsets[0];
+        let offsets: Vec<u64> = image.offsets.iter().map(|&o| o - first).collect();
+        let layout = image.layout;
+        for (offset, bytes) in [
+            (0, as_bytes_u64(&offsets)),
+            (layout.values_at(), image.values),
+            (layout.times_at(), image.times),
+        ] {
+            if !bytes.is_empty() {
+                // SAFETY: the allocation holds the image's bytes at
+                // `at`; the copy from pageable memory has read `bytes`
+                // when it returns.
+                unsafe { driver::memcpy_htod_async(at + offset as u64, bytes, stream.cu_stream()) }
+                    .map_err(gpu_error)?;
+            }
+        }
+        placed.push((at, layout));
+    }
+    Ok(Uploaded {
+        allocation,
+        images: placed,
+        first: range.start,
+        element: PhantomData,
+    })
+}

@@ -1,0 +1,280 @@
+//! The device image of a range of series, as the host lays it out: the
+//! `count + 1` offsets (rebased to the range's first sample), the values,
+//! then the timestamps if the batch has them. Streamed chunks, uploaded blocks,
+//! resident sets and paired uploads all take this form; the image's bytes
+//! are written straight from the batch's arrays into staging memory.
+//! No CUDA here: the layout is unit-tested on the CPU.
+
+use crate::{Float, SeriesSet};
+use rayon::prelude::*;
+use std::mem::size_of;
+use std::ops::Range;
+use timewarp_kernels::SetRef;
+
+/// Host copies at least this large are spread over threads, in pieces.
+pub(crate) const PARALLEL_COPY_BYTES: usize = 1 << 20;
+const COPY_PIECE_BYTES: usize = 256 << 10;
+
+/// Bytes of the device image of series `range` of `set`: what uploading
+/// them takes.
+pub(crate) fn image_bytes<T: Float>(set: &SeriesSet<T>, range: Range<usize>) -> usize {
+    Layout::of(set, &range).bytes()
+}
+
+/// Where the parts of a range of series lie in its device image: `count + 1`
+/// offsets (u64, rebased to the range's first sample), the values, then the
+/// timestamps if the batch has them. Streamed chunks, uploaded blocks and
+/// resident sets all take this form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub count: usize,
+    pub dims: usize,
+    pub samples: usize,
+    pub times: bool,
+    pub element: usize,
+}
+
+impl Layout {
+    pub(crate) fn of<T: Float>(set: &SeriesSet<T>, range: &Range<usize>) -> Layout {
+        let (_, offsets, times) = set.parts();
+        Layout {
+            count: range.len(),
+            dims: set.dims(),
+            samples: (offsets[range.end] - offsets[range.start]) as usize,
+            times: times.is_some(),
+            element: size_of::<T>(),
+        }
+    }
+
+    pub(crate) fn values_at(&self) -> usize {
+        (self.count + 1) * size_of::<u64>()
+    }
+
+    pub(crate) fn times_at(&self) -> usize {
+        self.values_at() + self.samples * self.dims * self.element
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.times_at()
+            + if self.times {
+                self.samples * self.element
+            } else {
+                0
+            }
+    }
+
+    /// The kernels' view of series `first .. first + count` of the image at
+    /// device address `base`. Offsets count from the image's first sample,
+    /// so a sub-range needs only its own offsets pointer.
+    pub(crate) fn set_ref<T>(&self, base: u64, first: usize, count: usize) -> SetRef<T> {
+        debug_assert!(first + count <= self.count);
+        SetRef {
+            values: (base + self.values_at() as u64) as *const T,
+            offsets: (base + (first * size_of::<u64>()) as u64) as *const u64,
+            times: if self.times {
+                (base + self.times_at() as u64) as *const T
+            } else {
+                std::ptr::null()
+            },
+            count: count as u64,
+            dims: self.dims as u64,
+        }
+    }
+}
+
+/// A range of series of a host batch, seen as the bytes of its device
+/// image, straight from the batch's arrays (nothing is copied to build it).
+pub(crate) struct Image<'a> {
+    pub layout: Layout,
+    /// `count + 1` offsets, before rebasing (they are rebased as written).
+    pub offsets: &'a [u64],
+    pub values: &'a [u8],
+    pub times: &'a [u8],
+}
+
+pub(crate) fn as_bytes_u64(values: &[u64]) -> &[u8] {
+    // SAFETY: u64 is plain bytes with no padding; the length is the
+    // slice's own size in bytes.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) }
+}
+
+fn as_bytes<T: Float>(values: &[T]) -> &[u8] {
+    // SAFETY: f32 and f64 are plain bytes with no padding; the length is
+    // the slice's own size in bytes.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), size_of_val(values)) }
+}
+
+impl<'a> Image<'a> {
+    pub(crate) fn new<T: Float>(set: &'a SeriesSet<T>, range: &Range<usize>) -> Image<'a> {
+        let (values, offsets, times) = set.parts();
+        let (start, end) = (offsets[range.start] as usize, offsets[range.end] as usize);
+        let dims = set.dims();
+        Image {
+            layout: Layout::of(set, range),
+            offsets: &offsets[range.start..=range.end],
+            values: as_bytes(&values[start * dims..end * dims]),
+            times: times.map_or(&[][..], |t| as_bytes(&t[start..end])),
+        }
+    }
+
+    /// Writes bytes `start .. start + dst.len()` of the image to `dst`.
+    pub(crate) fn write(&self, dst: &mut [u8], start: usize) {
+        const WORD: usize = size_of::<u64>();
+        let base = self.offsets[0];
+        let offset_bytes = self.layout.values_at();
+        let mut at = 0;
+        while at < dst.len() {
+            let position = start + at;
+            let rest = &mut dst[at..];
+            at += if position < offset_bytes {
+                let (k, within) = (position / WORD, position % WORD);
+                if within == 0 && rest.len() >= WORD {
+                    let n = (rest.len() / WORD).min(self.offsets.len() - k);
+                    for (d, &o) in rest[..n * WORD]
+                        .chunks_exact_mut(WORD)
+                        .zip(&self.offsets[k..k + n])
+                    {
+                        d.copy_from_slice(&(o - base).to_ne_bytes());
+                    }
+                    n * WORD
+                } else {
+                    let word = (self.offsets[k] - base).to_ne_bytes();
+                    let n = (WORD - within).min(rest.len());
+                    rest[..n].copy_from_slice(&word[within..within + n]);
+                    n
+                }
+            } else {
+                let position = position - offset_bytes;
+                let (source, position) = if position < self.values.len() {
+                    (self.values, position)
+                } else {
+                    (self.times, position - self.values.len())
+                };
+                let n = (source.len() - position).min(rest.len());
+                rest[..n].copy_from_slice(&source[position..position + n]);
+                n
+            };
+        }
+    }
+
+    /// [`Image::write`], spread over threads for large windows.
+    pub(crate) fn write_parallel(&self, dst: &mut [u8], start: usize) {
+        if dst.len() < PARALLEL_COPY_BYTES {
+            return self.write(dst, start);
+        }
+        copy_threads().install(|| {
+            dst.par_chunks_mut(COPY_PIECE_BYTES)
+                .enumerate()
+                .for_each(|(k, piece)| self.write(piece, start + k * COPY_PIECE_BYTES))
+        });
+    }
+}
+
+/// The threads of the GPU runtime's host copies (staging, results): a
+/// pool of their own, so that a computation holding the GPU never waits
+/// behind other work the process runs on rayon's global pool (CPU
+/// computations, a caller's own tasks).
+pub(crate) fn copy_threads() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(4, usize::from);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|k| format!("timewarp-copy-{k}"))
+            .build()
+            .expect("the copy threads start")
+    })
+}
+
+/// Batches whose values count up from 1, for the layout and plan tests.
+#[cfg(test)]
+pub(super) mod test_sets {
+    use crate::SeriesSet;
+    use ndarray::Array2;
+
+    /// Series of `lengths` samples of `dims` values, optionally with
+    /// timestamps `0, 0.5, 1, ...`.
+    pub fn set(lengths: &[usize], dims: usize, times: bool) -> SeriesSet<f64> {
+        let mut next = 0.0;
+        let series: Vec<Array2<f64>> = lengths
+            .iter()
+            .map(|&n| {
+                Array2::from_shape_fn((n, dims), |_| {
+                    next += 1.0;
+                    next
+                })
+            })
+            .collect();
+        let set = SeriesSet::from_series(series.iter().map(|s| s.view())).unwrap();
+        if !times {
+            return set;
+        }
+        let stamps: Vec<ndarray::Array1<f64>> = lengths
+            .iter()
+            .map(|&n| (0..n).map(|t| 0.5 * t as f64).collect())
+            .collect();
+        set.with_timestamps(stamps.iter().map(|t| t.view()))
+            .unwrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_sets::set;
+    use super::*;
+
+    /// The image built the plain way: rebased offsets, values, timestamps.
+    fn expected_image(set: &SeriesSet<f64>, range: Range<usize>) -> Vec<u8> {
+        let (values, offsets, times) = set.parts();
+        let (start, end) = (offsets[range.start], offsets[range.end]);
+        let mut bytes = Vec::new();
+        for &o in &offsets[range.start..=range.end] {
+            bytes.extend((o - start).to_ne_bytes());
+        }
+        let (start, end) = (start as usize, end as usize);
+        for v in &values[start * set.dims()..end * set.dims()] {
+            bytes.extend(v.to_ne_bytes());
+        }
+        if let Some(times) = times {
+            for t in &times[start..end] {
+                bytes.extend(t.to_ne_bytes());
+            }
+        }
+        bytes
+    }
+
+    #[test]
+    fn images_write_any_window() {
+        for (dims, times) in [(1, false), (3, false), (2, true)] {
+            let set = set(&[3, 1, 7, 2, 5], dims, times);
+            for range in [0..5, 1..4, 2..3, 4..5] {
+                let expected = expected_image(&set, range.clone());
+                let image = Image::new(&set, &range);
+                assert_eq!(image.layout.bytes(), expected.len());
+                // Every window, including ones that split an offset.
+                for start in 0..expected.len() {
+                    for len in [1, 3, 8, 13, expected.len() - start] {
+                        let len = len.min(expected.len() - start);
+                        let mut window = vec![0u8; len];
+                        image.write(&mut window, start);
+                        assert_eq!(window, expected[start..start + len]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_writes_match() {
+        let set = set(&[50_000, 3, 90_000, 1], 2, true);
+        let range = 0..4;
+        let expected = expected_image(&set, range.clone());
+        let image = Image::new(&set, &range);
+        let mut all = vec![0u8; expected.len()];
+        image.write_parallel(&mut all, 0);
+        assert_eq!(all, expected);
+        let mut part = vec![0u8; expected.len() - 1001];
+        image.write_parallel(&mut part, 1001);
+        assert_eq!(part, expected[1001..]);
+    }
+}

@@ -1,0 +1,283 @@
+//! Paired batches (series `k` of `x` against series `k` of `y`) on the
+//! GPU: values with the stencil, warp or tiled kernels, from host batches
+//! (uploaded for the call, an image a batch and chunk: one allocation and
+//! one copy each) or from resident sets. Either way the launches read
+//! device batches ([`DeviceBatch`]), and for the soft-DTW divergence the
+//! pairs `(x_k, x_k)` and `(y_k, y_k)` are launches over the same two
+//! batches, nothing copied. Per pair, a launch's result depends only on the
+//! pair (the cells' arithmetic does not change with the block's threads,
+//! the warp's shape or the chunk), so every way of cutting and launching a
+//! batch gives the same bits.
+//!
+//! Device memory besides the batches: one output per pair and, for the
+//! warp kernel with series wider than one warp's columns, a border of
+//! `len + 1` values per pair. Batches are cut into chunks that fit the
+//! memory budget; outputs and borders are allocated once per call, for the
+//! largest chunk, and the values copied back once per chunk.
+
+use super::context::{poison_bytes, Gpu, KernelParams};
+use super::device::gpu_error;
+use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
+use super::layout::image_bytes;
+use super::long_pair::{check_fits, pair_pipelined_on};
+use super::plan::chunks;
+use super::plan::paired::{operands, Shapes};
+use super::select::{
+    band_width, block_threads, paired_variant, pipelined_workspace, warp_kernel, WarpKernel,
+};
+use super::stencil::{shared_bytes, stencil_launch};
+use crate::{Float, Result, SeriesSet, Variant};
+use cudarc::driver::DevicePtr;
+use std::mem::size_of;
+use std::ops::Range;
+use timewarp_kernels::drivers::stencil::VALUE_RINGS;
+use timewarp_kernels::launch::pairs::PairsLaunch;
+use timewarp_kernels::launch::Numbering;
+use timewarp_kernels::{Driver, KernelId};
+
+/// Threads per block of the paired warp kernels (4 warps).
+const THREADS_PER_BLOCK: usize = 128;
+
+/// The variant asked for, or the default for `shapes`.
+fn choose<T: Float>(gpu: &Gpu, asked: Option<Variant>, shapes: &Shapes) -> Result<Variant> {
+    let stencil_fits = match asked {
+        Some(_) => true,
+        None => shared_bytes::<T>(VALUE_RINGS, shapes.longest_ring()) <= gpu.max_shared_bytes()?,
+    };
+    paired_variant(
+        asked,
+        shapes.pairs() * shapes.launches(),
+        shapes.shortest(),
+        stencil_fits,
+    )
+}
+
+/// The warp kernel of launch `launch` of the pairs of `shapes` (samples of
+/// `dims` values).
+fn paired_warp<T: Float, P: KernelParams<T>>(
+    params: &P,
+    shapes: &Shapes,
+    launch: usize,
+    dims: usize,
+) -> WarpKernel {
+    let longest = shapes.longest(launch);
+    let lengths = shapes.lengths_range(launch);
+    let band = band_width(params, lengths.0, lengths.1);
+    warp_kernel(P::MEASURE, T::PRECISION, longest, dims, band)
+}
+
+/// The border per pair of every launch of `shapes` (0 but for the warp
+/// kernel).
+fn value_border<T: Float, P: KernelParams<T>>(
+    params: &P,
+    variant: Variant,
+    shapes: &Shapes,
+    dims: usize,
+) -> usize {
+    if variant != Variant::Warp {
+        return 0;
+    }
+    (0..shapes.launches())
+        .map(|l| paired_warp::<T, P>(params, shapes, l, dims).workspace_per_pair)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Device memory a paired value computation allocates per pair: its
+/// outputs, one a launch, and the warp kernel's border (shared by the
+/// launches, which run one after the other).
+fn value_bytes<T: Float, P: KernelParams<T>>(
+    params: &P,
+    variant: Variant,
+    shapes: &Shapes,
+    dims: usize,
+) -> usize {
+    (shapes.launches() + value_border::<T, P>(params, variant, shapes, dims)) * size_of::<T>()
+}
+
+/// Series `k` of `x` against series `k` of `y` (same counts, checked by the
+/// caller) with `variant` (default: the tiled kernel for one or two long
+/// pairs, else the stencil where its shared memory fits, else the warp
+/// kernel), and with `divergence` also `x_k` against itself and `y_k`
+/// against itself: the values of `x_k, y_k`, then of `x_k, x_k`, then of
+/// `y_k, y_k`. The batches go to the device in chunks that fit the memory
+/// budget with what the launches allocate (for the tiled kernel, a pair at
+/// a time), each chunk's `x` and `y` once.
+pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    params: P,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    divergence: bool,
+    memory_budget: Option<usize>,
+) -> Result<Vec<T>> {
+    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    let variant = choose::<T>(gpu, variant, &shapes)?;
+    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    let series = |k: usize| image_bytes(x, k..k + 1) + image_bytes(y, k..k + 1);
+    let ranges = if variant == Variant::Tiled {
+        for k in 0..shapes.pairs() {
+            for l in 0..shapes.launches() {
+                let (n, m) = shapes.lengths(l, k);
+                let (borders, flags) = pipelined_workspace(P::MEASURE, n, m);
+                let workspace = (borders + 1) * size_of::<T>() + flags * size_of::<u32>();
+                check_fits(n, m, UPLOAD_SLACK + series(k) + workspace, budget)?;
+            }
+        }
+        (0..shapes.pairs()).map(|k| k..k + 1).collect()
+    } else {
+        let per_pair = value_bytes::<T, P>(&params, variant, &shapes, x.dims());
+        chunks(
+            shapes.pairs(),
+            budget,
+            UPLOAD_SLACK,
+            |k| series(k) + per_pair,
+            "its value",
+        )?
+    };
+    let (pairs, launches) = (shapes.pairs(), shapes.launches());
+    let mut values = vec![T::ZERO; launches * pairs];
+    for range in ranges {
+        let uploaded = upload_ranges(gpu, &[x, y], range.clone())?;
+        let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
+        let left = budget.saturating_sub(uploaded.bytes());
+        let chunk = values_on(gpu, variant, params, (&x_chunk, &y_chunk), divergence, left);
+        // The chunk's images are freed next: no kernel may still read them.
+        gpu.settle(chunk.is_err());
+        let chunk = chunk?;
+        if range.len() == pairs {
+            return Ok(chunk);
+        }
+        for l in 0..launches {
+            let from = &chunk[l * range.len()..(l + 1) * range.len()];
+            values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(from);
+        }
+    }
+    Ok(values)
+}
+
+/// [`paired_values`] of two resident sets (same counts, checked by the
+/// caller): nothing is uploaded, `memory_budget` bounds what the call
+/// allocates besides them.
+pub(crate) fn paired_values_resident<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    params: P,
+    (x, y): (&DeviceSeriesSet<T>, &DeviceSeriesSet<T>),
+    divergence: bool,
+    memory_budget: Option<usize>,
+) -> Result<Vec<T>> {
+    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let variant = choose::<T>(gpu, variant, &shapes)?;
+    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    let batches = (&x.batch(), &y.batch());
+    let values = values_on(gpu, variant, params, batches, divergence, budget);
+    gpu.settle(values.is_err());
+    values
+}
+
+/// The values of the pairs of two device batches, as [`paired_values`]
+/// lays them out, with `variant` (stencil, warp or tiled); what the
+/// launches allocate fits `budget`, in chunks. Returns once the values are
+/// back: the batches may be freed then.
+fn values_on<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    variant: Variant,
+    params: P,
+    (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
+    divergence: bool,
+    budget: usize,
+) -> Result<Vec<T>> {
+    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let (pairs, launches) = (shapes.pairs(), shapes.launches());
+    if variant == Variant::Tiled {
+        let mut values = Vec::with_capacity(launches * pairs);
+        for l in 0..launches {
+            let (a, b) = operands(l, x, y);
+            for k in 0..pairs {
+                let pair = (a.view(k..k + 1), b.view(k..k + 1));
+                let lengths = shapes.lengths(l, k);
+                values.push(pair_pipelined_on(gpu, params, pair, lengths, budget)?);
+            }
+        }
+        return Ok(values);
+    }
+    let dims = x.dims();
+    let border = value_border::<T, P>(&params, variant, &shapes, dims);
+    let per_pair = value_bytes::<T, P>(&params, variant, &shapes, dims);
+    let ranges = chunks(pairs, budget, 0, |_| per_pair, "its value")?;
+    let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
+    // One buffer for every chunk in turn: the chunk's outputs, launch after
+    // launch, then the warp kernel's borders (zeroed once: each panel writes
+    // the border rows the next one reads).
+    let stream = &gpu.stream;
+    let outputs = launches * longest_chunk;
+    let buffer = stream
+        .alloc_zeros::<T>(outputs + border * longest_chunk)
+        .map_err(gpu_error)?;
+    let base = buffer.device_ptr(stream).0;
+    let at = |values: usize| base + (values * size_of::<T>()) as u64;
+    let workspace = if border == 0 {
+        std::ptr::null_mut()
+    } else {
+        at(outputs) as *mut T
+    };
+    let mut values = vec![T::ZERO; launches * pairs];
+    let mut back = vec![T::ZERO; outputs];
+    for range in ranges {
+        let len = range.len();
+        let chunk = shapes.range(&range);
+        // SAFETY: the buffer holds at least `launches * len` values.
+        unsafe { poison_bytes(stream, base, launches * len * size_of::<T>()) }?;
+        for l in 0..launches {
+            let (a, b) = operands(l, x, y);
+            let refs = (a.view(range.clone()), b.view(range.clone()));
+            let out = at(l * len) as *mut T;
+            if variant == Variant::Warp {
+                let warp = paired_warp::<T, P>(&params, &chunk, l, dims);
+                let function = gpu.function(warp.id)?;
+                let launch = PairsLaunch {
+                    a: refs.0,
+                    b: refs.1,
+                    params,
+                    out,
+                    workspace,
+                    row_len: border.max(1) as u64,
+                    first_pair: 0,
+                    pair_count: len as u64,
+                    numbering: Numbering::Paired,
+                };
+                let pairs_per_block = THREADS_PER_BLOCK / warp.lanes;
+                let blocks = len.div_ceil(pairs_per_block) as u32;
+                // SAFETY: as below; the workspace holds `border` values per
+                // pair, at least the longest series of the launch plus one,
+                // or none is needed (one panel).
+                let geometry = (blocks, THREADS_PER_BLOCK as u32);
+                unsafe { gpu.launch_blocks(&function, geometry, 0, launch) }?;
+            } else {
+                let ring = chunk.ring_len(l);
+                let shared = shared_bytes::<T>(VALUE_RINGS, ring);
+                let id = KernelId::new(P::MEASURE, Driver::Stencil, false, T::PRECISION);
+                let (function, limit) = gpu.function_with_shared(id, shared)?;
+                let threads = block_threads(ring, limit);
+                let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, ring);
+                launch.pairs.out = out;
+                // SAFETY: the batches are on the device and outlive the
+                // launch (the copy below waits for it); `out` holds one
+                // value per pair; the kernel was allowed `shared` bytes for
+                // rings of `ring` values.
+                unsafe { gpu.launch_blocks(&function, (len as u32, threads), shared, launch) }?;
+            }
+        }
+        // Returns once the copy (and so the launches) is done.
+        let back = &mut back[..launches * len];
+        stream
+            .memcpy_dtoh(&buffer.slice(..launches * len), back)
+            .map_err(gpu_error)?;
+        for l in 0..launches {
+            values[l * pairs + range.start..l * pairs + range.end]
+                .copy_from_slice(&back[l * len..(l + 1) * len]);
+        }
+    }
+    Ok(values)
+}

@@ -1,0 +1,186 @@
+//! The launches of paired batches (`x_k` against `y_k`): the pairs' shapes
+//! read from the batches' offsets ([`Shapes`]), and where a gradient
+//! computation's outputs lie ([`GradientPlan`]).
+
+use crate::Float;
+use std::mem::size_of;
+use std::ops::Range;
+use timewarp_kernels::drivers::stencil::ring_len;
+
+/// The pairs of a paired computation, by their lengths (read from the
+/// batches' sample offsets): `x_k` against `y_k`, and for the soft-DTW
+/// divergence also `x_k` against itself and `y_k` against itself, each
+/// group a launch of its own over the same two batches ([`operands`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Shapes<'a> {
+    pub x: &'a [u64],
+    pub y: &'a [u64],
+    pub divergence: bool,
+}
+
+/// The batches launch `launch` pairs: `x` with `y`, `x` with itself, `y`
+/// with itself.
+pub(crate) fn operands<B: Copy>(launch: usize, x: B, y: B) -> (B, B) {
+    match launch {
+        0 => (x, y),
+        1 => (x, x),
+        _ => (y, y),
+    }
+}
+
+/// Series lengths from `len + 1` sample offsets.
+pub(crate) fn lengths(offsets: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    offsets.windows(2).map(|w| (w[1] - w[0]) as usize)
+}
+
+impl<'a> Shapes<'a> {
+    pub(crate) fn new(x: &'a [u64], y: &'a [u64], divergence: bool) -> Self {
+        debug_assert_eq!(x.len(), y.len());
+        Shapes { x, y, divergence }
+    }
+
+    pub(crate) fn pairs(&self) -> usize {
+        self.x.len() - 1
+    }
+
+    /// Launches over the batches: 1, or 3 for the divergence.
+    pub(crate) fn launches(&self) -> usize {
+        if self.divergence {
+            3
+        } else {
+            1
+        }
+    }
+
+    /// The lengths `(n, m)` of pair `k` of launch `launch`.
+    pub(crate) fn lengths(&self, launch: usize, k: usize) -> (usize, usize) {
+        let (a, b) = operands(launch, self.x, self.y);
+        ((a[k + 1] - a[k]) as usize, (b[k + 1] - b[k]) as usize)
+    }
+
+    /// Pairs `range` only.
+    pub(crate) fn range(&self, range: &Range<usize>) -> Shapes<'a> {
+        Shapes {
+            x: &self.x[range.start..=range.end],
+            y: &self.y[range.start..=range.end],
+            divergence: self.divergence,
+        }
+    }
+
+    /// The (shortest, longest) series of each batch of launch `launch`.
+    pub(crate) fn lengths_range(&self, launch: usize) -> ((usize, usize), (usize, usize)) {
+        let (a, b) = operands(launch, self.x, self.y);
+        let range = |o| {
+            let (min, max) = lengths(o).fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+            (min.min(max), max)
+        };
+        (range(a), range(b))
+    }
+
+    /// The longest series of each batch of launch `launch`.
+    pub(crate) fn longest(&self, launch: usize) -> (usize, usize) {
+        let (a, b) = operands(launch, self.x, self.y);
+        let max = |o| lengths(o).max().unwrap_or(0);
+        (max(a), max(b))
+    }
+
+    /// The longest anti-diagonal (with boundary) of launch `launch`'s pairs.
+    pub(crate) fn ring_len(&self, launch: usize) -> usize {
+        (0..self.pairs())
+            .map(|k| {
+                let (n, m) = self.lengths(launch, k);
+                ring_len(n, m)
+            })
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// The longest anti-diagonal of all launches' pairs.
+    pub(crate) fn longest_ring(&self) -> usize {
+        (0..self.launches())
+            .map(|l| self.ring_len(l))
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// The shortest series of both batches.
+    pub(crate) fn shortest(&self) -> usize {
+        lengths(self.x).chain(lengths(self.y)).min().unwrap_or(0)
+    }
+}
+
+/// What a paired gradient computation allocates, and where its outputs lie
+/// in the one buffer that holds them: the values (launch after launch),
+/// then the gradients, laid out like the batches' values: of launch 0 with
+/// respect to `x` and (if asked for) `y`, and for the divergence of
+/// launches 1 and 2 with respect to their first batch (`x`, `y`).
+pub(crate) struct GradientPlan {
+    pub launches: usize,
+    pub pairs: usize,
+    pub x_values: usize,
+    pub y_values: usize,
+    pub with_y: bool,
+    /// Bytes of one pair's rings in global memory (all pairs of the call
+    /// keep them there when the longest pair's do not fit shared memory),
+    /// or 0.
+    pub ring_bytes: usize,
+}
+
+impl GradientPlan {
+    /// The plan of the pairs of `shapes` (samples of `dims` values), with
+    /// `ring_bytes` of rings per pair in global memory (or 0).
+    pub(crate) fn new(shapes: &Shapes, dims: usize, with_y: bool, ring_bytes: usize) -> Self {
+        let pairs = shapes.pairs();
+        GradientPlan {
+            launches: shapes.launches(),
+            pairs,
+            x_values: (shapes.x[pairs] - shapes.x[0]) as usize * dims,
+            y_values: (shapes.y[pairs] - shapes.y[0]) as usize * dims,
+            with_y,
+            ring_bytes,
+        }
+    }
+
+    /// Offsets in the output buffer of the gradients of launch `launch`
+    /// with respect to its first and (or null) second batch.
+    pub(crate) fn gradients(&self, launch: usize) -> (usize, Option<usize>) {
+        let values = self.launches * self.pairs;
+        let grad_y = values + self.x_values;
+        let after_y = grad_y + if self.with_y { self.y_values } else { 0 };
+        match launch {
+            0 => (values, self.with_y.then_some(grad_y)),
+            1 => (after_y, None),
+            _ => (after_y + self.x_values, None),
+        }
+    }
+
+    /// Values of the output buffer.
+    pub(crate) fn outputs(&self) -> usize {
+        let (first, second) = self.gradients(self.launches - 1);
+        match (self.launches, second) {
+            (3, _) => first + self.y_values,
+            (_, Some(grad_y)) => grad_y + self.y_values,
+            (_, None) => first + self.x_values,
+        }
+    }
+
+    /// Output values of pair `k` alone (its values and its share of the
+    /// gradients), for chunking a host batch: the plan of a chunk holds
+    /// the sum of its pairs'.
+    pub(crate) fn outputs_of(&self, shapes: &Shapes, k: usize, dims: usize) -> usize {
+        let (n, m) = shapes.lengths(0, k);
+        let y_grads = usize::from(self.with_y) + usize::from(self.launches == 3);
+        self.launches + (n * (1 + usize::from(self.launches == 3)) + m * y_grads) * dims
+    }
+
+    /// Workspace bytes of pair `k`: every launch's cost matrix, its
+    /// offset in the store, and its rings if they are in global memory.
+    pub(crate) fn workspace_of<T: Float>(&self, shapes: &Shapes, k: usize) -> usize {
+        (0..self.launches)
+            .map(|l| {
+                let (n, m) = shapes.lengths(l, k);
+                n * m * size_of::<T>() + size_of::<u64>() + self.ring_bytes
+            })
+            .sum()
+    }
+}

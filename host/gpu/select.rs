@@ -1,0 +1,486 @@
+//! Kernel selection, apart from the kernels and from launching them: which
+//! variant computes a batch by default, and which kernel of the catalogue
+//! (driver, shape, univariate twin) a launch takes for its shapes. The
+//! shapes on offer are read from the catalogue ([`timewarp_kernels::catalogue`]),
+//! so nothing here lists kernels by hand. No CUDA here: the rules are
+//! unit-tested on the CPU; `docs/benchmarks.md` has the measurements behind
+//! them.
+
+use crate::{Error, Result, Variant};
+use timewarp_kernels::catalogue::drivers;
+use timewarp_kernels::hw::LANES;
+use timewarp_kernels::{Driver, KernelId, Measure, Precision, Real, Recurrence, Window};
+
+/// At most this many pairs go to the tiled kernel by default: it computes
+/// pairs one after the other, while the warp kernel runs them side by side.
+const TILED_MAX_PAIRS: usize = 2;
+/// Pairs shorter than this on one side fill too few panels to gain from
+/// the tiled kernel.
+const TILED_MIN_LENGTH: usize = 2048;
+/// Series of up to this many samples (the columns) take a sub-warp, when the
+/// measure has sub-warp kernels: its wavefront fills and drains in fewer
+/// steps, and each lane holds more columns.
+const SUB_WARP_MAX_COLUMNS: usize = 128;
+/// Panels (warps) a long pair should give at least, about 4 on each SM of
+/// an H100 or H200: narrower stripes for more panels would trail further
+/// behind each other.
+const TILED_MIN_PANELS: usize = 512;
+/// At most this many threads per stencil block: an anti-diagonal longer
+/// than that gives each thread several cells.
+const MAX_BLOCK_THREADS: usize = 1024;
+
+/// The most diagonals the measure's window takes in any pair of a series of
+/// `a_lens` samples (shortest, longest) and one of `b_lens`, if it is a
+/// band: `2 radius + 1`, widened by the pair's length difference.
+pub(crate) fn band_width<T: Real, P: Recurrence<T>>(
+    params: &P,
+    a_lens: (usize, usize),
+    b_lens: (usize, usize),
+) -> Option<usize> {
+    let window = params.window();
+    [(a_lens.1, b_lens.0), (a_lens.0, b_lens.1)]
+        .into_iter()
+        .filter_map(|(n, m)| window.diagonals(n, m))
+        .map(|(below, above)| below + above + 1)
+        .max()
+}
+
+/// The default variant of a distance matrix of `pairs` pairs whose shorter
+/// series has at least `shortest` samples, in a band of at most
+/// `band_width` diagonals if any: the tiled kernel for a single long pair,
+/// which it spreads over the whole GPU, else the warp kernel; also for a
+/// long pair whose band is narrow enough for one warp, which then computes
+/// the band alone.
+pub(crate) fn matrix_variant(
+    measure: Measure,
+    pairs: usize,
+    shortest: usize,
+    band_width: Option<usize>,
+) -> Variant {
+    let widest = sheared_shapes(measure)
+        .map(|(lanes, stripe)| lanes * stripe)
+        .max()
+        .unwrap_or(0);
+    let narrow_band = band_width.is_some_and(|w| w <= widest);
+    if pairs <= TILED_MAX_PAIRS && shortest >= TILED_MIN_LENGTH && !narrow_band {
+        Variant::Tiled
+    } else {
+        Variant::Warp
+    }
+}
+
+/// The variant against a resident set: the one asked for, if it is one of
+/// the pipelined pair kernels that read one (naive, warp, local, shared),
+/// else the warp kernel; an error for the others, which take host series
+/// pair by pair or block by block.
+pub(crate) fn resident_variant(asked: Option<Variant>) -> Result<Variant> {
+    match asked {
+        None => Ok(Variant::Warp),
+        Some(variant @ (Variant::Naive | Variant::Warp | Variant::Local | Variant::Shared)) => {
+            Ok(variant)
+        }
+        Some(variant) => Err(Error::InvalidInput(format!(
+            "GPU variant {variant} reads its series from host memory; against a resident set \
+             use naive, warp, local or shared (or distance_matrix)"
+        ))),
+    }
+}
+
+/// The variant of paired batches: the one asked for, if it computes paired
+/// batches (stencil, warp, tiled), or by default the tiled kernel for one
+/// or two long pairs, else the stencil where its rings fit shared memory
+/// (`stencil_fits`), else the warp kernel.
+pub(crate) fn paired_variant(
+    asked: Option<Variant>,
+    pairs: usize,
+    shortest: usize,
+    stencil_fits: bool,
+) -> Result<Variant> {
+    let variant = asked.unwrap_or(
+        if pairs <= TILED_MAX_PAIRS && shortest >= TILED_MIN_LENGTH {
+            Variant::Tiled
+        } else if stencil_fits {
+            Variant::Stencil
+        } else {
+            Variant::Warp
+        },
+    );
+    match variant {
+        Variant::Stencil | Variant::Warp | Variant::Tiled => Ok(variant),
+        _ => Err(Error::InvalidInput(format!(
+            "the {variant} GPU variant computes distance matrices only; paired batches take \
+             the stencil, warp or tiled variant"
+        ))),
+    }
+}
+
+/// The (lanes, stripe) of the measure's warp kernels in the catalogue, in
+/// its order.
+fn warp_shapes(measure: Measure) -> impl Iterator<Item = (usize, usize)> {
+    drivers(measure).filter_map(|driver| match driver {
+        Driver::Warp { lanes, stripe } => Some((lanes as usize, stripe as usize)),
+        _ => None,
+    })
+}
+
+/// The (lanes, stripe) of the measure's sheared band kernels.
+fn sheared_shapes(measure: Measure) -> impl Iterator<Item = (usize, usize)> {
+    drivers(measure).filter_map(|driver| match driver {
+        Driver::Sheared { lanes, stripe } => Some((lanes as usize, stripe as usize)),
+        _ => None,
+    })
+}
+
+/// The stripes of the measure's whole-warp kernels, narrowest first.
+fn warp_stripes(measure: Measure) -> Vec<usize> {
+    let mut stripes: Vec<usize> = warp_shapes(measure)
+        .filter(|&(lanes, _)| lanes == LANES)
+        .map(|(_, stripe)| stripe)
+        .collect();
+    stripes.sort_unstable();
+    stripes
+}
+
+/// The narrowest whole-warp stripe whose lanes cover `columns` columns, or
+/// the widest (the series then runs in panels).
+pub(crate) fn warp_stripe(measure: Measure, columns: usize) -> usize {
+    let stripes = warp_stripes(measure);
+    stripes
+        .iter()
+        .copied()
+        .find(|&s| LANES * s >= columns)
+        .unwrap_or(stripes[stripes.len() - 1])
+}
+
+/// The first sub-warp shape (lanes, stripe) whose lanes cover `columns`,
+/// among those for series of up to [`SUB_WARP_MAX_COLUMNS`] samples.
+fn sub_warp_shape(measure: Measure, columns: usize) -> Option<(usize, usize)> {
+    warp_shapes(measure).find(|&(lanes, stripe)| {
+        lanes < LANES && lanes * stripe <= SUB_WARP_MAX_COLUMNS && lanes * stripe >= columns
+    })
+}
+
+/// Whether an `n x m` pair in a band of `width` diagonals should take the
+/// sheared band driver in a warp of `lanes` lanes of `stripe` cells: the
+/// band fits the warp (`sheared_band::fits`), and takes at most 2/3 of the
+/// lane-steps of the column driver (`lanes * stripe` cells a step either
+/// way), whose steps are cheaper (no shift of the column data, one
+/// shuffle).
+pub(crate) fn band_pays(width: usize, n: usize, m: usize, lanes: usize, stripe: usize) -> bool {
+    if !timewarp_kernels::drivers::sheared_band::fits(width, lanes, stripe) {
+        return false;
+    }
+    let band_steps = n + width.div_ceil(stripe) - 1;
+    let column_steps = m.div_ceil(lanes * stripe) * (n + lanes - 1);
+    3 * band_steps <= 2 * column_steps
+}
+
+/// The (lanes, stripe) of the warp kernel for pairs of up to `rows x
+/// columns` cells in a band of up to `width` diagonals, if the sheared band
+/// driver pays ([`band_pays`]) for one: of those, the one that spends the
+/// fewest lane-steps a pair, `lanes * stripe * (rows + lanes used - 1)`
+/// (a step's time grows with the stripe; a sub-warp's unused lanes idle).
+fn band_shape(
+    measure: Measure,
+    width: usize,
+    rows: usize,
+    columns: usize,
+) -> Option<(usize, usize)> {
+    warp_shapes(measure)
+        .filter(|&(lanes, stripe)| band_pays(width, rows, columns, lanes, stripe))
+        .min_by_key(|&(lanes, stripe)| lanes * stripe * (rows + width.div_ceil(stripe) - 1))
+}
+
+/// A warp kernel for a launch, and how to launch it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WarpKernel {
+    pub id: KernelId,
+    pub lanes: usize,
+    /// Workspace values a pair (its border column between panels), or 0.
+    pub workspace_per_pair: usize,
+}
+
+/// The warp kernel for pairs of series up to `a_len` (rows) and `b_len`
+/// (columns) samples of `dims` values in precision `precision`, in a band
+/// of up to `band_width` diagonals if any: the sheared band kernel where
+/// it pays (every pair's band then fits it), else a sub-warp for short
+/// series, else the narrowest whole-warp stripe that covers the columns
+/// (wider series in panels).
+pub(crate) fn warp_kernel(
+    measure: Measure,
+    precision: Precision,
+    (a_len, b_len): (usize, usize),
+    dims: usize,
+    band_width: Option<usize>,
+) -> WarpKernel {
+    let row_len = a_len.max(b_len) + 1;
+    let band = band_width.and_then(|width| band_shape(measure, width, a_len, b_len));
+    let (driver, lanes, workspace_per_pair) = match band {
+        Some((lanes, stripe)) => {
+            let (lanes, stripe) = (lanes as u32, stripe as u32);
+            (Driver::Sheared { lanes, stripe }, lanes, 0)
+        }
+        None => {
+            let (lanes, stripe) = sub_warp_shape(measure, b_len)
+                .unwrap_or_else(|| (LANES, warp_stripe(measure, b_len)));
+            // Series wider than the warp's columns run in panels, which
+            // need their border column.
+            let workspace = if lanes * stripe < b_len { row_len } else { 0 };
+            let (lanes, stripe) = (lanes as u32, stripe as u32);
+            (Driver::Warp { lanes, stripe }, lanes, workspace)
+        }
+    };
+    WarpKernel {
+        id: KernelId::new(measure, driver, dims == 1, precision),
+        lanes: lanes as usize,
+        workspace_per_pair,
+    }
+}
+
+/// The capacities of the measure's `local` kernels, smallest first.
+fn local_capacities(measure: Measure) -> Vec<usize> {
+    let mut capacities: Vec<usize> = drivers(measure)
+        .filter_map(|driver| match driver {
+            Driver::Local { capacity } => Some(capacity as usize),
+            _ => None,
+        })
+        .collect();
+    capacities.sort_unstable();
+    capacities
+}
+
+/// The longest series `b` (the columns) the `local` variant takes: its
+/// largest kernel's capacity (the same for every measure).
+pub fn local_max_len() -> usize {
+    local_capacities(Measure::Dtw).last().copied().unwrap_or(0)
+}
+
+/// The `local` kernel for series `b` of up to `b_len` samples: the one with
+/// the smallest capacity that holds them, or an error past the largest.
+pub(crate) fn local_kernel(
+    measure: Measure,
+    precision: Precision,
+    b_len: usize,
+) -> Result<KernelId> {
+    let capacities = local_capacities(measure);
+    let capacity = capacities
+        .iter()
+        .copied()
+        .find(|&c| c >= b_len)
+        .ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "the local GPU variant keeps its rows in a fixed array for series of up to {} \
+             samples as the columns (the second batch, or the batch itself), and one has \
+             {b_len}; use the shared, warp, naive or tiled variant",
+                local_max_len()
+            ))
+        })?;
+    let driver = Driver::Local {
+        capacity: capacity as u32,
+    };
+    Ok(KernelId::new(measure, driver, false, precision))
+}
+
+/// Threads per block of the `shared` kernel for `bytes_per_thread` of rows,
+/// and whether the block needs more than the default shared memory
+/// (`default_bytes`): 128, 64 or 32 threads if their rows fit the default;
+/// else as many threads (up to 32) as fit `opt_in_bytes`, the most a block
+/// may ask for; `None` if not even one thread's rows fit.
+pub(crate) fn shared_threads(
+    bytes_per_thread: usize,
+    default_bytes: usize,
+    opt_in_bytes: usize,
+) -> Option<(u32, bool)> {
+    for threads in [128u32, 64, 32] {
+        if threads as usize * bytes_per_thread <= default_bytes {
+            return Some((threads, false));
+        }
+    }
+    match (opt_in_bytes / bytes_per_thread).min(32) {
+        0 => None,
+        threads => Some((threads as u32, true)),
+    }
+}
+
+/// The stripes of the measure's tiled kernels, narrowest first.
+fn tiled_stripes(measure: Measure) -> Vec<usize> {
+    let mut stripes: Vec<usize> = drivers(measure)
+        .filter_map(|driver| match driver {
+            Driver::Tiled { stripe } => Some(stripe as usize),
+            _ => None,
+        })
+        .collect();
+    stripes.sort_unstable();
+    stripes
+}
+
+/// The tiled kernels' stripe for `columns` columns: the widest that still
+/// gives [`TILED_MIN_PANELS`] panels or tiles side by side, else the
+/// narrowest.
+pub(crate) fn tiled_stripe(measure: Measure, columns: usize) -> usize {
+    let stripes = tiled_stripes(measure);
+    stripes
+        .iter()
+        .rev()
+        .copied()
+        .find(|&s| columns / (LANES * s) >= TILED_MIN_PANELS)
+        .unwrap_or(stripes[0])
+}
+
+/// Rows of a tile of the per-anti-diagonal kernel with `stripe` columns per
+/// lane: square tiles, at least 256 rows so that the wavefront's fill and
+/// drain (31 steps) stay small.
+pub(crate) fn tile_rows(stripe: usize) -> usize {
+    (LANES * stripe).max(256)
+}
+
+/// The workspace of the pipelined tiled kernel for an `n x m` pair: border
+/// values (two columns of `n + 1`) and counters (one a panel, and one).
+pub(crate) fn pipelined_workspace(measure: Measure, n: usize, m: usize) -> (usize, usize) {
+    let stripe = tiled_stripe(measure, m);
+    (2 * (n + 1), m.div_ceil(LANES * stripe) + 1)
+}
+
+/// Threads of a stencil block for pairs whose anti-diagonals have up to
+/// `ring_len - 1` interior cells: one per cell, whole warps, at most
+/// `limit` (the boundary cell of the longest anti-diagonal goes to thread
+/// 0 as a second cell, rather than to a warp of its own).
+pub(crate) fn block_threads(ring_len: usize, limit: usize) -> u32 {
+    let limit = (limit.min(MAX_BLOCK_THREADS) / LANES).max(1) * LANES;
+    let cells = ring_len.saturating_sub(1).max(1);
+    (cells.div_ceil(LANES) * LANES).min(limit) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use timewarp_kernels::{DtwParams, TwedParams};
+
+    #[test]
+    fn shared_blocks_fit_their_memory() {
+        let (default, opt_in) = (48 * 1024, 232_448);
+        // Length 128 in f32: 1032 bytes a thread, 32 threads fit 48 KiB.
+        assert_eq!(shared_threads(1032, default, opt_in), Some((32, false)));
+        // Short rows: 128 threads.
+        assert_eq!(
+            shared_threads(2 * 17 * 8, default, opt_in),
+            Some((128, false))
+        );
+        assert_eq!(shared_threads(500, default, opt_in), Some((64, false)));
+        // Length 1000 in f64: 16 016 bytes, opt in to 14 threads.
+        assert_eq!(shared_threads(16_016, default, opt_in), Some((14, true)));
+        // Length 14 000 in f64 fits one thread; 15 000 does not.
+        assert_eq!(
+            shared_threads(2 * 14_001 * 8, default, opt_in),
+            Some((1, true))
+        );
+        assert_eq!(shared_threads(2 * 15_001 * 8, default, opt_in), None);
+    }
+
+    #[test]
+    fn band_widths_cover_the_widest_pair() {
+        let dtw = DtwParams::new(Some(3));
+        // Equal lengths: 2 r + 1.
+        assert_eq!(band_width::<f64, _>(&dtw, (10, 10), (10, 10)), Some(7));
+        // Lengths 8..12 against 10..20: the widest pair is 8 x 20.
+        assert_eq!(band_width::<f64, _>(&dtw, (8, 12), (10, 20)), Some(7 + 12));
+        assert_eq!(
+            band_width::<f64, _>(&DtwParams::new(None), (8, 8), (8, 8)),
+            None
+        );
+        let twed = TwedParams {
+            nu: 1.0,
+            lambda: 1.0,
+            degree: 2.0,
+        };
+        assert_eq!(band_width::<f64, _>(&twed, (8, 8), (8, 8)), None);
+    }
+
+    #[test]
+    fn warp_kernels_follow_the_lengths_and_the_band() {
+        let f32 = Precision::F32;
+        let pick = |lengths, band| warp_kernel(Measure::Dtw, f32, lengths, 1, band);
+        // Short DTW series take a sub-warp, univariate twin.
+        let short = pick((64, 64), None);
+        assert_eq!(short.id.to_string(), "dtw_warp8x8_1d_f32");
+        assert_eq!(pick((128, 128), None).id.to_string(), "dtw_warp8x16_1d_f32");
+        // Wider ones the narrowest whole-warp stripe that covers them.
+        assert_eq!(pick((500, 129), None).id.to_string(), "dtw_warp16_1d_f32");
+        let wide = pick((1024, 1024), None);
+        assert_eq!(wide.id.to_string(), "dtw_warp16_1d_f32");
+        assert_eq!(wide.workspace_per_pair, 1025);
+        // A 10% band at 1024 takes the sheared band driver in 16 x 16.
+        let banded = pick((1024, 1024), Some(205));
+        assert_eq!(banded.id.to_string(), "dtw_sheared16x16_1d_f32");
+        assert_eq!(banded.workspace_per_pair, 0);
+        // Multivariate: no twin. TWED has no sub-warps.
+        let twed = warp_kernel(Measure::Twed, Precision::F64, (60, 60), 3, None);
+        assert_eq!(twed.id.to_string(), "twed_warp4_f64");
+        for kernel in [short, wide, banded, twed] {
+            assert!(kernel.id.exists(), "{}", kernel.id);
+        }
+    }
+
+    #[test]
+    fn the_band_driver_pays_only_where_it_saves_lane_steps() {
+        // Fits: at least 2 cells a lane, every diagonal in the warp.
+        assert!(!band_pays(10, 100, 100, 32, 1));
+        assert!(!band_pays(513, 1000, 1000, 32, 16));
+        // A 10% band at L = 1024: far fewer steps than 2 panels.
+        assert!(band_pays(205, 1024, 1024, 16, 16));
+        // A band as wide as the matrix saves nothing.
+        assert!(!band_pays(127, 64, 64, 8, 16));
+    }
+
+    #[test]
+    fn default_variants() {
+        assert_eq!(
+            matrix_variant(Measure::Twed, 1, 65_536, None),
+            Variant::Tiled
+        );
+        assert_eq!(
+            matrix_variant(Measure::Twed, 3, 65_536, None),
+            Variant::Warp
+        );
+        assert_eq!(matrix_variant(Measure::Dtw, 1, 1024, None), Variant::Warp);
+        // A long pair in a band that fits a warp: the warp kernel.
+        assert_eq!(
+            matrix_variant(Measure::Dtw, 1, 65_536, Some(133)),
+            Variant::Warp
+        );
+        assert_eq!(
+            matrix_variant(Measure::Dtw, 1, 65_536, Some(600)),
+            Variant::Tiled
+        );
+        assert!(resident_variant(Some(Variant::Tiled)).is_err());
+        assert!(resident_variant(Some(Variant::Stencil)).is_err());
+        assert_eq!(
+            resident_variant(Some(Variant::Naive)).unwrap(),
+            Variant::Naive
+        );
+        assert_eq!(resident_variant(None).unwrap(), Variant::Warp);
+        assert_eq!(paired_variant(None, 2, 4096, true).unwrap(), Variant::Tiled);
+        assert_eq!(
+            paired_variant(None, 64, 128, true).unwrap(),
+            Variant::Stencil
+        );
+        assert_eq!(paired_variant(None, 64, 128, false).unwrap(), Variant::Warp);
+        assert!(paired_variant(Some(Variant::Naive), 64, 128, true).is_err());
+    }
+
+    #[test]
+    fn tiled_shapes() {
+        assert_eq!(tiled_stripe(Measure::Twed, 65_536), 4);
+        assert_eq!(tiled_stripe(Measure::Twed, 1 << 20), 8);
+        assert_eq!(tiled_stripe(Measure::Dtw, 1 << 20), 16);
+        assert_eq!(tiled_stripe(Measure::SoftDtw, 1 << 20), 4);
+        assert_eq!(local_max_len(), 1024);
+        assert_eq!(
+            local_kernel(Measure::Dtw, Precision::F64, 300)
+                .unwrap()
+                .to_string(),
+            "dtw_local1024_f64"
+        );
+        assert!(local_kernel(Measure::Dtw, Precision::F64, 1025).is_err());
+    }
+}

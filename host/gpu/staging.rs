@@ -1,0 +1,135 @@
+//! Pinned host memory and the pipeline's streams, made once per GPU and
+//! kept between calls (allocating pinned memory is slow).
+
+use super::device::gpu_error;
+use super::plan::matrix::{SLOTS, STAGING_BYTES};
+use crate::{Float, Result};
+use cudarc::driver::{sys, CudaContext, CudaStream, PinnedHostSlice};
+use std::mem::size_of;
+use std::sync::{Arc, Mutex};
+
+/// Pinned buffers are allocated in multiples of this, and kept for the
+/// next call up to `KEEP_PINNED_BYTES`.
+const PINNED_GRANULE: usize = 64 << 10;
+const KEEP_PINNED_BYTES: usize = 2 * STAGING_BYTES;
+
+/// Streams and pinned host buffers, made once and kept by the [`Gpu`].
+#[derive(Default)]
+pub(crate) struct PinnedPool {
+    state: Mutex<PoolState>,
+}
+
+#[derive(Default)]
+struct PoolState {
+    streams: Vec<Arc<CudaStream>>,
+    /// Write-combined: the host only writes them.
+    staging: Vec<PinnedHostSlice<u8>>,
+    /// Cached: the host reads them.
+    results: Vec<PinnedHostSlice<u8>>,
+}
+
+impl PinnedPool {
+    fn state(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The [`SLOTS`] streams, created on first use.
+    pub(super) fn streams(&self, context: &Arc<CudaContext>) -> Result<Vec<Arc<CudaStream>>> {
+        let mut state = self.state();
+        while state.streams.len() < SLOTS {
+            state.streams.push(context.new_stream().map_err(gpu_error)?);
+        }
+        Ok(state.streams.clone())
+    }
+
+    /// A pinned buffer of at least `bytes`: a kept one, or a new one.
+    pub(super) fn take(
+        &self,
+        context: &Arc<CudaContext>,
+        bytes: usize,
+        write_combined: bool,
+    ) -> Result<Pinned> {
+        let kept = {
+            let mut state = self.state();
+            let pool = if write_combined {
+                &mut state.staging
+            } else {
+                &mut state.results
+            };
+            let best = pool
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.len() >= bytes)
+                .min_by_key(|(_, b)| b.len())
+                .map(|(k, _)| k);
+            best.map(|k| pool.swap_remove(k))
+        };
+        let mut slice = match kept {
+            Some(slice) => slice,
+            None => {
+                let bytes = bytes.max(1).next_multiple_of(PINNED_GRANULE);
+                let flags = if write_combined {
+                    sys::CU_MEMHOSTALLOC_WRITECOMBINED
+                } else {
+                    0
+                };
+                // SAFETY: u8 is valid whatever the memory holds.
+                unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }.map_err(gpu_error)?
+            }
+        };
+        let pointer = slice.as_mut_ptr().map_err(gpu_error)?;
+        Ok(Pinned {
+            slice,
+            pointer,
+            write_combined,
+        })
+    }
+
+    /// Keeps `buffer` for later calls, unless it is unusually large or
+    /// enough are kept.
+    pub(super) fn give_back(&self, buffer: Pinned) {
+        if buffer.slice.len() > KEEP_PINNED_BYTES {
+            return;
+        }
+        let mut state = self.state();
+        let pool = if buffer.write_combined {
+            &mut state.staging
+        } else {
+            &mut state.results
+        };
+        if pool.len() < SLOTS {
+            pool.push(buffer.slice);
+        }
+    }
+}
+
+/// Pinned host memory and its address. The pipeline orders every host
+/// access after the device's (slot events), so it uses the raw address.
+pub(super) struct Pinned {
+    slice: PinnedHostSlice<u8>,
+    pointer: *mut u8,
+    write_combined: bool,
+}
+
+impl Pinned {
+    pub(super) fn len(&self) -> usize {
+        self.slice.len()
+    }
+
+    /// # Safety
+    /// No copy that reads or writes the buffer is in flight.
+    pub(super) unsafe fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
+        assert!(len <= self.len());
+        std::slice::from_raw_parts_mut(self.pointer, len)
+    }
+
+    /// # Safety
+    /// No copy that writes the buffer is in flight; `len` bytes hold `T`s.
+    pub(super) unsafe fn values<T: Float>(&self, len: usize) -> &[T] {
+        assert!(len * size_of::<T>() <= self.len());
+        // Pinned allocations are page-aligned.
+        std::slice::from_raw_parts(self.pointer.cast::<T>(), len)
+    }
+}

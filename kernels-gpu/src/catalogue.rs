@@ -1,0 +1,245 @@
+//! The kernel catalogue: every entry point of the PTX, named by a typed
+//! [`KernelId`] (measure, driver and its shape, univariate or not,
+//! precision) whose `Display` is the entry point's name.
+//!
+//! The one table of kernels is [`kernel_table!`]: the entry points
+//! (`entries.rs`, GPU build) and [`KernelId::all`] (every build) are both
+//! expanded from it, so they cannot disagree; the host finds a kernel by
+//! building its `KernelId`, and a test checks the catalogue against the
+//! PTX's entry points in both directions.
+//!
+//! Naming rule: `<measure>_<driver>[_1d]_<precision>`, where `<driver>` is
+//! `naive`, `local<capacity>`, `shared`, `warp<stripe>` (a whole warp),
+//! `warp<lanes>x<stripe>` (a sub-warp), `sheared<stripe>` and
+//! `sheared<lanes>x<stripe>` (the same shapes), `tiled<stripe>`,
+//! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil` or
+//! `gradient`, and `_1d` marks the univariate twin of a warp or tiled
+//! kernel (the same driver with `dims` fixed to 1).
+
+use crate::measures::Measure;
+use crate::Precision;
+use core::fmt;
+
+/// Which driver a kernel runs, with the shape it was instantiated with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Driver {
+    /// The row driver, a thread a pair, rows interleaved in global memory.
+    Naive,
+    /// The row driver, a thread a pair, rows in a local array for series
+    /// `b` of up to `capacity` samples.
+    Local { capacity: u32 },
+    /// The row driver, a thread a pair, rows in the block's shared memory.
+    Shared,
+    /// A pair per warp of `lanes` lanes (32: a whole warp; 8 or 16: a part
+    /// of one), `stripe` columns a lane: the column driver.
+    Warp { lanes: u32, stripe: u32 },
+    /// A pair per warp of `lanes` lanes, `stripe` cells a lane: the sheared
+    /// band driver, for pairs whose Sakoe-Chiba band fits the warp.
+    Sheared { lanes: u32, stripe: u32 },
+    /// One long pair, pipelined panels in one launch, `stripe` columns a lane.
+    Tiled { stripe: u32 },
+    /// One long pair in tiles, a launch per anti-diagonal of tiles.
+    TiledLaunches { stripe: u32 },
+    /// One pair, a thread per cell of an anti-diagonal, one persistent
+    /// kernel with a grid barrier.
+    Diagonal,
+    /// The same, one launch per anti-diagonal.
+    DiagonalStep,
+    /// The stencil driver, a block a pair.
+    Stencil,
+    /// The stencil driver's forward and backward passes: value and gradient.
+    Gradient,
+}
+
+impl Driver {
+    /// Whether the driver's kernels come with a univariate twin.
+    pub const fn has_univariate_twin(self) -> bool {
+        matches!(
+            self,
+            Driver::Warp { .. }
+                | Driver::Sheared { .. }
+                | Driver::Tiled { .. }
+                | Driver::TiledLaunches { .. }
+        )
+    }
+}
+
+impl fmt::Display for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Driver::Naive => f.write_str("naive"),
+            Driver::Local { capacity } => write!(f, "local{capacity}"),
+            Driver::Shared => f.write_str("shared"),
+            Driver::Warp { lanes: 32, stripe } => write!(f, "warp{stripe}"),
+            Driver::Warp { lanes, stripe } => write!(f, "warp{lanes}x{stripe}"),
+            Driver::Sheared { lanes: 32, stripe } => write!(f, "sheared{stripe}"),
+            Driver::Sheared { lanes, stripe } => write!(f, "sheared{lanes}x{stripe}"),
+            Driver::Tiled { stripe } => write!(f, "tiled{stripe}"),
+            Driver::TiledLaunches { stripe } => write!(f, "tiled_launches{stripe}"),
+            Driver::Diagonal => f.write_str("diagonal"),
+            Driver::DiagonalStep => f.write_str("diagonal_step"),
+            Driver::Stencil => f.write_str("stencil"),
+            Driver::Gradient => f.write_str("gradient"),
+        }
+    }
+}
+
+/// One kernel entry point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KernelId {
+    pub measure: Measure,
+    pub driver: Driver,
+    /// The univariate twin (`dims` fixed to 1).
+    pub univariate: bool,
+    pub precision: Precision,
+}
+
+impl fmt::Display for KernelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let twin = if self.univariate { "_1d" } else { "" };
+        write!(
+            f,
+            "{}_{}{twin}_{}",
+            self.measure, self.driver, self.precision
+        )
+    }
+}
+
+impl KernelId {
+    /// The kernel of `measure`, `driver` and `precision`, its univariate
+    /// twin if `univariate` and the driver has one.
+    pub fn new(measure: Measure, driver: Driver, univariate: bool, precision: Precision) -> Self {
+        KernelId {
+            measure,
+            driver,
+            univariate: univariate && driver.has_univariate_twin(),
+            precision,
+        }
+    }
+
+    /// Every kernel of the catalogue.
+    pub fn all() -> impl Iterator<Item = KernelId> {
+        FAMILIES.iter().flat_map(|&(measure, driver)| {
+            let twins: &[bool] = if driver.has_univariate_twin() {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            Precision::ALL.into_iter().flat_map(move |precision| {
+                twins.iter().map(move |&univariate| KernelId {
+                    measure,
+                    driver,
+                    univariate,
+                    precision,
+                })
+            })
+        })
+    }
+
+    /// Whether the catalogue has this kernel.
+    pub fn exists(&self) -> bool {
+        KernelId::all().any(|id| id == *self)
+    }
+}
+
+/// The drivers the catalogue has for `measure` (the same in both
+/// precisions), in the table's order.
+pub fn drivers(measure: Measure) -> impl Iterator<Item = Driver> {
+    FAMILIES
+        .iter()
+        .filter(move |(m, _)| *m == measure)
+        .map(|&(_, driver)| driver)
+}
+
+/// The one table of kernels: every measure with its drivers, each in both
+/// precisions (and with a univariate twin where the driver has one).
+/// Expands `$then! { ... }` with the table, for the catalogue and for the
+/// entry points.
+macro_rules! kernel_table {
+    ($then:ident) => {
+        $then! {
+            dtw: naive, local(256), local(1024), shared,
+                warp(32, 4), warp(32, 16), warp(8, 8), warp(8, 16), warp(16, 16),
+                sheared(32, 4), sheared(32, 16), sheared(8, 8), sheared(8, 16), sheared(16, 16),
+                tiled(4), tiled(16), tiled_launches(4), tiled_launches(16),
+                diagonal, diagonal_step, stencil;
+            soft_dtw: naive, local(256), local(1024), shared,
+                warp(32, 1), warp(32, 4), sheared(32, 4),
+                tiled(4), tiled_launches(4),
+                diagonal, diagonal_step, stencil, gradient;
+            twed: naive, local(256), local(1024), shared,
+                warp(32, 1), warp(32, 4), warp(32, 8),
+                tiled(4), tiled(8), tiled_launches(4), tiled_launches(8),
+                diagonal, diagonal_step, stencil;
+        }
+    };
+}
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use kernel_table;
+
+macro_rules! measure_of {
+    (dtw) => {
+        Measure::Dtw
+    };
+    (soft_dtw) => {
+        Measure::SoftDtw
+    };
+    (twed) => {
+        Measure::Twed
+    };
+}
+
+macro_rules! driver_of {
+    (naive) => {
+        Driver::Naive
+    };
+    (local $capacity:literal) => {
+        Driver::Local {
+            capacity: $capacity,
+        }
+    };
+    (shared) => {
+        Driver::Shared
+    };
+    (warp $lanes:literal $stripe:literal) => {
+        Driver::Warp {
+            lanes: $lanes,
+            stripe: $stripe,
+        }
+    };
+    (sheared $lanes:literal $stripe:literal) => {
+        Driver::Sheared {
+            lanes: $lanes,
+            stripe: $stripe,
+        }
+    };
+    (tiled $stripe:literal) => {
+        Driver::Tiled { stripe: $stripe }
+    };
+    (tiled_launches $stripe:literal) => {
+        Driver::TiledLaunches { stripe: $stripe }
+    };
+    (diagonal) => {
+        Driver::Diagonal
+    };
+    (diagonal_step) => {
+        Driver::DiagonalStep
+    };
+    (stencil) => {
+        Driver::Stencil
+    };
+    (gradient) => {
+        Driver::Gradient
+    };
+}
+
+macro_rules! families {
+    ($( $measure:ident : $( $driver:ident $( ( $( $arg:tt ),* ) )? ),* ; )*) => {
+        /// Every (measure, driver) of [`kernel_table!`], in its order.
+        const FAMILIES: &[(Measure, Driver)] = &[
+            $( $( (measure_of!($measure), driver_of!($driver $( $( $arg )* )?)), )* )*
+        ];
+    };
+}
+
+kernel_table!(families);

@@ -1,0 +1,170 @@
+//! The kernel entry points (GPU build only), expanded from the catalogue's
+//! one table ([`crate::catalogue::kernel_table!`]): each is a one-line
+//! instantiation of a launch's driver for one measure, precision and shape,
+//! exported under its [`crate::KernelId`]'s name. A warp or tiled kernel
+//! also gets its univariate twin (`_1d`): the same launch reading its
+//! series with `dims` the constant 1 (`series::specialised`), so the
+//! multivariate paths fold away, and with them the registers they hold,
+//! which otherwise set the whole kernel's register count (and so how many
+//! warps fit an SM).
+
+use crate::catalogue::kernel_table;
+use crate::hw::nvptx::{
+    block_index, global_thread, global_warp, GpuBlock, GpuGrid, GpuSubWarp, GpuWarp,
+};
+use crate::hw::{Grid, ThreadBlock};
+use crate::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
+use crate::launch::pairs::{PairsLaunch, StencilLaunch};
+use crate::{DtwParams, SoftDtwParams, TwedParams};
+
+/// A measure's parameter type in precision `$t`.
+macro_rules! params {
+    (dtw $t:ty) => {
+        DtwParams
+    };
+    (soft_dtw $t:ty) => {
+        SoftDtwParams<$t>
+    };
+    (twed $t:ty) => {
+        TwedParams<$t>
+    };
+}
+
+/// One entry point named `$name`, taking `$launch: $ty`.
+macro_rules! entry {
+    ($name:expr, $launch:ident: $ty:ty, $body:block) => {
+        const _: () = {
+            #[export_name = $name]
+            unsafe extern "ptx-kernel" fn entry($launch: $ty) $body
+        };
+    };
+}
+
+/// An entry point `<$stem>_<$t>` and its univariate twin `<$stem>_1d_<$t>`:
+/// `$body` with `$univariate` false and true.
+macro_rules! entry_and_twin {
+    ($stem:expr, $t:ident, $univariate:ident, $launch:ident: $ty:ty, $body:block) => {
+        entry!(concat!($stem, "_", stringify!($t)), $launch: $ty, {
+            const $univariate: bool = false;
+            $body
+        });
+        entry!(concat!($stem, "_1d_", stringify!($t)), $launch: $ty, {
+            const $univariate: bool = true;
+            $body
+        });
+    };
+}
+
+/// The entry points of one measure, driver and precision.
+macro_rules! kernel {
+    ($m:ident $t:ident naive) => {
+        entry!(concat!(stringify!($m), "_naive_", stringify!($t)),
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            let index = global_thread();
+            if index < launch.pair_count {
+                launch.run_pair_with_workspace(index);
+            }
+        });
+    };
+    ($m:ident $t:ident local $capacity:literal) => {
+        entry!(concat!(stringify!($m), "_local", stringify!($capacity), "_", stringify!($t)),
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            let index = global_thread();
+            if index < launch.pair_count {
+                launch.run_pair_in_local::<{ $capacity + 1 }>(index);
+            }
+        });
+    };
+    ($m:ident $t:ident shared) => {
+        entry!(concat!(stringify!($m), "_shared_", stringify!($t)),
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            let index = global_thread();
+            if index < launch.pair_count {
+                let block = GpuBlock;
+                launch.run_pair_in_block_rows(index, block.shared::<$t>(), block.thread(), block.threads());
+            }
+        });
+    };
+    ($m:ident $t:ident warp 32 $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_warp", stringify!($stripe)), $t, UNIVARIATE,
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            launch.run_pair_in_warp::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+        });
+    };
+    ($m:ident $t:ident warp $lanes:literal $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_warp", stringify!($lanes), "x", stringify!($stripe)), $t, UNIVARIATE,
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            let sub_warp = global_thread() / $lanes;
+            let warp = GpuSubWarp::<$lanes>::of(sub_warp);
+            launch.run_pair_in_warp::<_, $stripe, UNIVARIATE>(&warp, sub_warp);
+        });
+    };
+    ($m:ident $t:ident sheared 32 $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_sheared", stringify!($stripe)), $t, UNIVARIATE,
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            launch.run_band_in_warp::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+        });
+    };
+    ($m:ident $t:ident sheared $lanes:literal $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_sheared", stringify!($lanes), "x", stringify!($stripe)), $t, UNIVARIATE,
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            let sub_warp = global_thread() / $lanes;
+            let warp = GpuSubWarp::<$lanes>::of(sub_warp);
+            launch.run_band_in_warp::<_, $stripe, UNIVARIATE>(&warp, sub_warp);
+        });
+    };
+    ($m:ident $t:ident tiled $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_tiled", stringify!($stripe)), $t, UNIVARIATE,
+            launch: PanelLaunch<$t, params!($m $t)>, {
+            launch.run::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole());
+        });
+    };
+    ($m:ident $t:ident tiled_launches $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_tiled_launches", stringify!($stripe)), $t, UNIVARIATE,
+            launch: TileLaunch<$t, params!($m $t)>, {
+            launch.run_tile::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+        });
+    };
+    ($m:ident $t:ident diagonal) => {
+        entry!(concat!(stringify!($m), "_diagonal_", stringify!($t)),
+            launch: DiagonalLaunch<$t, params!($m $t)>, {
+            launch.run_pair(&GpuGrid { barrier: launch.barrier });
+        });
+    };
+    ($m:ident $t:ident diagonal_step) => {
+        entry!(concat!(stringify!($m), "_diagonal_step_", stringify!($t)),
+            launch: DiagonalLaunch<$t, params!($m $t)>, {
+            let grid = GpuGrid { barrier: launch.barrier };
+            launch.run_diagonal(grid.thread(), grid.threads());
+        });
+    };
+    ($m:ident $t:ident stencil) => {
+        entry!(concat!(stringify!($m), "_stencil_", stringify!($t)),
+            launch: StencilLaunch<$t, params!($m $t)>, {
+            launch.run_pair_in_block(&GpuBlock, block_index());
+        });
+    };
+    ($m:ident $t:ident gradient) => {
+        entry!(concat!(stringify!($m), "_gradient_", stringify!($t)),
+            launch: StencilLaunch<$t, params!($m $t)>, {
+            launch.run_gradient_in_block(&GpuBlock, block_index());
+        });
+    };
+}
+
+macro_rules! entry_points {
+    ($( $measure:ident : $( $driver:ident $( ( $( $arg:tt ),* ) )? ),* ; )*) => {
+        $( $(
+            kernel!($measure f32 $driver $( $( $arg )* )?);
+            kernel!($measure f64 $driver $( $( $arg )* )?);
+        )* )*
+    };
+}
+
+kernel_table!(entry_points);
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: trap ends the kernel with an error the host sees at its next sync.
+    unsafe { core::arch::nvptx::trap() }
+}

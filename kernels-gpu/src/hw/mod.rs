@@ -1,0 +1,147 @@
+//! What the drivers need of the hardware, as three small traits: a warp
+//! ([`Warp`]: lanes, shuffles, acquire/release on counters), a thread block
+//! ([`ThreadBlock`]: threads, a barrier, shared memory) and a grid of
+//! threads that can meet at a barrier ([`Grid`]). The GPU implements them
+//! with PTX instructions (`nvptx`, GPU build only); the host tests implement
+//! them with threads and barriers, so the drivers' own code is checked
+//! against the oracle where there is no GPU, and the CPU backend runs the
+//! stencil driver on a one-thread block.
+
+#[cfg(target_arch = "nvptx64")]
+pub mod nvptx;
+
+use crate::Real;
+use core::sync::atomic::{fence, AtomicU32, Ordering};
+
+/// Lanes of a GPU warp.
+pub const LANES: usize = 32;
+
+/// What the warp drivers need of a warp. Every lane must make the same
+/// calls in the same order (they are collective).
+pub trait Warp {
+    /// Lanes of the warp: [`LANES`] for a hardware warp, fewer for a part
+    /// of one (a sub-warp); the host tests also emulate narrower ones.
+    const LANES: usize;
+    /// This lane's index, `0..Self::LANES`.
+    fn lane(&self) -> usize;
+    /// Every lane gives `value`; each gets the value of lane `lane - 1`
+    /// (lane 0 gets its own).
+    ///
+    /// # Safety
+    /// Called by all lanes together.
+    unsafe fn shuffle_up<T: Real>(&self, value: T) -> T;
+    /// Every lane gives `value`; each gets the value of lane `lane + 1`
+    /// (the last lane gets its own).
+    ///
+    /// # Safety
+    /// Called by all lanes together.
+    unsafe fn shuffle_down<T: Real>(&self, value: T) -> T;
+    /// Every lane gives `value`; each gets the value of lane `source`.
+    ///
+    /// # Safety
+    /// Called by all lanes together, `source < Self::LANES`.
+    unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T;
+    /// Called in each round of a spin-wait on another warp's progress.
+    fn spin(&self) {}
+    /// `*counter`, read atomically with no ordering (a spin-wait's poll).
+    ///
+    /// # Safety
+    /// `counter` is valid and aligned.
+    unsafe fn load_relaxed(&self, counter: *const u32) -> u32 {
+        AtomicU32::from_ptr(counter as *mut u32).load(Ordering::Relaxed)
+    }
+    /// An acquire fence at the scope of the warps of a launch: after a
+    /// relaxed load that read a value stored with release ordering, what
+    /// the writer stored before that store is visible. Polls are relaxed
+    /// and fenced once when they succeed because on the GPU every acquire
+    /// also invalidates the SM's L1 cache, which the other warps' loads
+    /// then miss.
+    fn fence_acquire(&self) {
+        fence(Ordering::Acquire)
+    }
+    /// `*counter = value` with release ordering at the same scope.
+    ///
+    /// # Safety
+    /// `counter` is valid and aligned.
+    unsafe fn store_release(&self, counter: *mut u32, value: u32) {
+        AtomicU32::from_ptr(counter).store(value, Ordering::Release)
+    }
+}
+
+/// `value` of lane `source`, for integers (shuffles move bits).
+///
+/// # Safety
+/// As [`Warp::broadcast`].
+#[inline(always)]
+pub unsafe fn broadcast_u32<W: Warp>(warp: &W, value: u32, source: usize) -> u32 {
+    warp.broadcast(f32::from_bits(value), source).to_bits()
+}
+
+/// What the stencil driver needs of a thread block. Every thread must make
+/// the same calls in the same order (barriers are collective).
+pub trait ThreadBlock {
+    /// This thread's index, `0..self.threads()`.
+    fn thread(&self) -> usize;
+    /// Threads of the block.
+    fn threads(&self) -> usize;
+    /// Waits until every thread of the block has come here; what they
+    /// wrote before (shared or global memory) is visible after.
+    ///
+    /// # Safety
+    /// Called by all threads together.
+    unsafe fn barrier(&self);
+    /// The block's shared memory, as many bytes as the launch gave.
+    fn shared<T>(&self) -> *mut T;
+}
+
+/// What the persistent anti-diagonal driver needs of the threads that run
+/// it.
+pub trait Grid {
+    /// This thread's number, `0..self.threads()`.
+    fn thread(&self) -> usize;
+    /// Threads that run the driver together.
+    fn threads(&self) -> usize;
+    /// Waits until every thread has called it; memory written by any thread
+    /// before its call is visible to every thread after the return.
+    ///
+    /// # Safety
+    /// Called by all threads together.
+    unsafe fn sync(&self);
+}
+
+/// A generation-counting barrier of `parties` participants over two words
+/// of memory, `[count, generation]`, both zero before first use (and again
+/// zero and some generation after every completed barrier, so the words can
+/// serve any number of barriers and launches). Each participant (on the
+/// GPU: thread 0 of each block, after the block's barrier) reads the
+/// generation, arrives by incrementing the count; the last to arrive resets
+/// the count and advances the generation, the others wait for it to
+/// advance, calling `pause` while they spin.
+///
+/// The fences make it a full memory barrier between the participants:
+/// everything written before arriving (by the participant, or by threads
+/// whose writes it has observed, such as its block through the block
+/// barrier) is visible to every participant after it returns.
+///
+/// # Safety
+/// `state` points to two `u32` used only by this barrier's participants;
+/// exactly `parties` participants call it each time, all of them resident
+/// at once (on the GPU: a cooperative launch).
+#[inline(always)]
+pub unsafe fn generation_barrier(state: *mut u32, parties: u32, pause: impl Fn()) {
+    let count = AtomicU32::from_ptr(state);
+    let generation = AtomicU32::from_ptr(state.add(1));
+    // The current generation: it cannot advance before this participant
+    // arrives, and this thread saw the last advance (or its own).
+    let current = generation.load(Ordering::Relaxed);
+    fence(Ordering::SeqCst);
+    if count.fetch_add(1, Ordering::AcqRel) == parties - 1 {
+        count.store(0, Ordering::Relaxed);
+        generation.store(current.wrapping_add(1), Ordering::Release);
+    } else {
+        while generation.load(Ordering::Acquire) == current {
+            pause();
+        }
+    }
+    fence(Ordering::SeqCst);
+}

@@ -1,0 +1,336 @@
+//! The launches of the kernels that compute many pairs: a thread, a warp
+//! or a block a pair ([`PairsLaunch`]), and the stencil and gradient
+//! kernels' additions ([`StencilLaunch`]).
+
+use super::{triangle_pair, Numbering};
+use crate::drivers::columns::pair::warp_pair;
+use crate::drivers::rows::{pair_value, RowPair};
+use crate::drivers::sheared_band::{band_in_warp, band_pair};
+use crate::drivers::stencil::{stencil_gradient, stencil_value, GRADIENT_RINGS};
+use crate::hw::{ThreadBlock, Warp};
+use crate::{Differentiable, Real, Recurrence, SetRef};
+use core::mem::MaybeUninit;
+use core::ptr::null_mut;
+
+/// Everything a pair kernel needs, passed by value as its one parameter.
+///
+/// The launch computes pairs `first_pair .. first_pair + pair_count`,
+/// numbered as `numbering` says, and writes each value to `out`: row-major
+/// `a.count x b.count` for a matrix or a triangle, `out[k]` for pair `k` of
+/// paired batches.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PairsLaunch<T, P> {
+    pub a: SetRef<T>,
+    pub b: SetRef<T>,
+    pub params: P,
+    pub out: *mut T,
+    /// The naive kernel: two rows of `row_len` values for each of the
+    /// `pair_count` pairs, interleaved: element `k` of row `r` of pair `p` at
+    /// `(r * row_len + k) * pair_count + p`. The warp kernels: `row_len`
+    /// values for each pair, one after the other (the border column between
+    /// its panels), or null when no series of `b` needs more than one panel.
+    pub workspace: *mut T,
+    /// At least the longest series of `a` and of `b`, plus one.
+    pub row_len: u64,
+    pub first_pair: u64,
+    pub pair_count: u64,
+    pub numbering: Numbering,
+}
+
+impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
+    /// The `(i, j)` of this launch's pair `index` (`index < pair_count`).
+    #[inline(always)]
+    pub fn pair(&self, index: u64) -> (usize, usize) {
+        let k = self.first_pair + index;
+        let (i, j) = match self.numbering {
+            Numbering::Paired => (k, k),
+            Numbering::Triangle => triangle_pair(k, self.a.count),
+            Numbering::Matrix => (k / self.b.count, k % self.b.count),
+        };
+        (i as usize, j as usize)
+    }
+
+    /// Store the value of pair `(i, j)` (and of `(j, i)` in a triangle).
+    ///
+    /// # Safety
+    /// `(i, j)` is a pair of the launch; `out` as documented.
+    #[inline(always)]
+    pub unsafe fn write(&self, i: usize, j: usize, value: T) {
+        if self.numbering == Numbering::Paired {
+            *self.out.add(i) = value;
+            return;
+        }
+        let columns = self.b.count as usize;
+        *self.out.add(i * columns + j) = value;
+        if self.numbering == Numbering::Triangle && i != j {
+            *self.out.add(j * columns + i) = value;
+        }
+    }
+
+    /// Compute pair `index` with its two rolling rows in `rows` and write
+    /// its value.
+    ///
+    /// # Safety
+    /// `index < pair_count`; `rows` holds two rows of at least the pair's
+    /// `b` length plus one, used by nobody else; pointers valid as
+    /// documented on the fields.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_rows(&self, index: u64, rows: RowPair<T>) {
+        let (i, j) = self.pair(index);
+        let value = pair_value(&self.params, &self.a.series(i), &self.b.series(j), rows);
+        self.write(i, j, value);
+    }
+
+    /// Pair `index` with its rolling rows in the workspace, interleaved
+    /// with the other pairs' (see `workspace`): the `naive` kernels.
+    ///
+    /// # Safety
+    /// As [`PairsLaunch::run_pair_in_rows`], the workspace sized for the launch.
+    #[inline(always)]
+    pub unsafe fn run_pair_with_workspace(&self, index: u64) {
+        let rows = RowPair {
+            base: self.workspace.add(index as usize),
+            len: self.row_len as usize,
+            stride: self.pair_count as usize,
+        };
+        self.run_pair_in_rows(index, rows);
+    }
+
+    /// Pair `index` with its rolling rows in a fixed array of the calling
+    /// thread's own (`ROW` values a row: on the GPU, local memory): the
+    /// `local` kernels.
+    ///
+    /// # Safety
+    /// As [`PairsLaunch::run_pair_in_rows`]; every series of `b` has fewer
+    /// than `ROW` samples (the host checks).
+    #[inline(always)]
+    pub unsafe fn run_pair_in_local<const ROW: usize>(&self, index: u64) {
+        // Never read before written (see `pair_value`): no initialisation.
+        let mut rows = MaybeUninit::<[[T; ROW]; 2]>::uninit();
+        let rows = RowPair {
+            base: rows.as_mut_ptr().cast::<T>(),
+            len: ROW,
+            stride: 1,
+        };
+        self.run_pair_in_rows(index, rows);
+    }
+
+    /// Pair `index` with its rolling rows in memory shared by the `threads`
+    /// threads of its block, interleaved: element `k` of row `r` of the
+    /// block's thread `thread` at `block_rows[(r * row_len + k) * threads +
+    /// thread]`, so the threads of a warp touch consecutive words (no bank
+    /// conflicts). The `shared` kernels.
+    ///
+    /// # Safety
+    /// As [`PairsLaunch::run_pair_in_rows`]; `block_rows` holds `threads *
+    /// 2 * row_len` values; `thread < threads`.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_block_rows(
+        &self,
+        index: u64,
+        block_rows: *mut T,
+        thread: usize,
+        threads: usize,
+    ) {
+        let rows = RowPair {
+            base: block_rows.add(thread),
+            len: self.row_len as usize,
+            stride: threads,
+        };
+        self.run_pair_in_rows(index, rows);
+    }
+
+    /// Pair `index` by one warp with the column driver, `S` columns a lane;
+    /// `UNIVARIATE` for the univariate twins (see [`SetRef::series_of`]).
+    /// The `warp` kernels; warps past the launch's pairs return at once.
+    ///
+    /// # Safety
+    /// All lanes of the warp call it together; pointers valid as documented;
+    /// with `UNIVARIATE` the sets are univariate.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_warp<W: Warp, const S: usize, const UNIVARIATE: bool>(
+        &self,
+        warp: &W,
+        index: u64,
+    ) {
+        if index >= self.pair_count {
+            return;
+        }
+        let (i, j) = self.pair(index);
+        let a = self.a.series_of::<UNIVARIATE>(i);
+        let b = self.b.series_of::<UNIVARIATE>(j);
+        let border = if self.workspace.is_null() {
+            self.workspace
+        } else {
+            self.workspace.add(index as usize * self.row_len as usize)
+        };
+        let value = warp_pair::<T, P, W, S>(warp, &self.params, &a, &b, border);
+        if warp.lane() == 0 {
+            self.write(i, j, value);
+        }
+    }
+
+    /// Pair `index` by one warp with the sheared band driver, `S` cells a
+    /// lane: the `sheared` kernels, which the host launches for pairs whose
+    /// Sakoe-Chiba band fits the warp. A pair whose band does not fit is
+    /// left unwritten (its output stays NaN, which the host reports).
+    ///
+    /// # Safety
+    /// As [`PairsLaunch::run_pair_in_warp`].
+    #[inline(always)]
+    pub unsafe fn run_band_in_warp<W: Warp, const S: usize, const UNIVARIATE: bool>(
+        &self,
+        warp: &W,
+        index: u64,
+    ) {
+        if index >= self.pair_count {
+            return;
+        }
+        let (i, j) = self.pair(index);
+        let a = self.a.series_of::<UNIVARIATE>(i);
+        let b = self.b.series_of::<UNIVARIATE>(j);
+        if let Some(band) = band_in_warp(&self.params, a.len, b.len, W::LANES, S) {
+            let value = band_pair::<T, P, W, S>(warp, &self.params, &a, &b, band);
+            if warp.lane() == 0 {
+                self.write(i, j, value);
+            }
+        }
+    }
+}
+
+/// What the gradient kernels read and write besides the pairs: all null
+/// for the stencil kernels.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct GradientBuffers<T> {
+    /// The stored cost matrices, that of the launch's pair `index` at
+    /// `store + store_offsets[index]`.
+    pub store: *mut T,
+    pub store_offsets: *const u64,
+    /// The gradient with respect to `a`'s samples, laid out like `a`'s
+    /// values and zeroed; and to `b`'s, or null.
+    pub grad_a: *mut T,
+    pub grad_b: *mut T,
+    /// Rings in global memory, `GRADIENT_RINGS * ring_len` values per pair
+    /// of the launch, for pairs whose rings do not fit the block's shared
+    /// memory; null to use shared memory.
+    pub rings: *mut T,
+}
+
+impl<T> GradientBuffers<T> {
+    /// No gradient: the stencil kernels.
+    pub const fn none() -> Self {
+        GradientBuffers {
+            store: null_mut(),
+            store_offsets: core::ptr::null(),
+            grad_a: null_mut(),
+            grad_b: null_mut(),
+            rings: null_mut(),
+        }
+    }
+}
+
+/// Everything a stencil or gradient kernel needs (a block a pair), passed
+/// by value as its one parameter.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StencilLaunch<T, P> {
+    /// The pairs and their output (`workspace` and `row_len` unused).
+    pub pairs: PairsLaunch<T, P>,
+    /// Values per ring anti-diagonal in shared memory: at least
+    /// `min(n, m) + 1` of every pair.
+    pub ring_len: u64,
+    pub gradient: GradientBuffers<T>,
+}
+
+impl<T: Real, P: Recurrence<T>> StencilLaunch<T, P> {
+    /// Pair `index` by the stencil driver in the block's shared memory
+    /// (`VALUE_RINGS * ring_len` values): the stencil kernels. Blocks past
+    /// the launch's pairs return at once.
+    ///
+    /// # Safety
+    /// All threads of the block call it together; pointers valid as
+    /// documented on the fields; the shared memory is large enough.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_block<B: ThreadBlock>(&self, block: &B, index: u64) {
+        let pairs = &self.pairs;
+        if index >= pairs.pair_count {
+            return;
+        }
+        let (i, j) = pairs.pair(index);
+        let (a, b) = (pairs.a.series(i), pairs.b.series(j));
+        let ring = block.shared::<T>();
+        let ring_len = self.ring_len as usize;
+        let value = stencil_value(block, &pairs.params, &a, &b, ring, ring_len, null_mut());
+        if block.thread() == 0 {
+            pairs.write(i, j, value);
+        }
+    }
+}
+
+impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
+    /// Value and gradient of pair `index` of a paired launch: the forward
+    /// pass storing the cost matrix, then the backward pass, with their
+    /// rings (`GRADIENT_RINGS * ring_len` values) in the block's shared
+    /// memory, or in `gradient.rings` if that is not null. Blocks past the
+    /// launch's pairs return at once.
+    ///
+    /// # Safety
+    /// As [`StencilLaunch::run_pair_in_block`]; the numbering is paired;
+    /// the gradient buffers valid as documented.
+    #[inline(always)]
+    pub unsafe fn run_gradient_in_block<B: ThreadBlock>(&self, block: &B, index: u64) {
+        if index >= self.pairs.pair_count {
+            return;
+        }
+        // Two copies of the pair's code, so that each knows where its rings
+        // live (shared-memory instructions in the first).
+        if self.gradient.rings.is_null() {
+            self.gradient_with_rings(block, index, block.shared::<T>());
+        } else {
+            let per_pair = GRADIENT_RINGS * self.ring_len as usize;
+            let rings = self.gradient.rings.add(index as usize * per_pair);
+            self.gradient_with_rings(block, index, rings);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn gradient_with_rings<B: ThreadBlock>(&self, block: &B, index: u64, ring: *mut T) {
+        let (pairs, buffers) = (&self.pairs, &self.gradient);
+        let (i, j) = pairs.pair(index);
+        let (a, b) = (pairs.a.series(i), pairs.b.series(j));
+        let ring_len = self.ring_len as usize;
+        let store = buffers
+            .store
+            .add(*buffers.store_offsets.add(index as usize) as usize);
+        let value = stencil_value(block, &pairs.params, &a, &b, ring, ring_len, store);
+        // Every thread has read the value from the ring before the backward
+        // pass overwrites it.
+        block.barrier();
+        let grad_a = buffers
+            .grad_a
+            .add(*pairs.a.offsets.add(i) as usize * a.dims);
+        let grad_b = if buffers.grad_b.is_null() {
+            buffers.grad_b
+        } else {
+            buffers
+                .grad_b
+                .add(*pairs.b.offsets.add(j) as usize * b.dims)
+        };
+        stencil_gradient(
+            block,
+            &pairs.params,
+            &a,
+            &b,
+            ring,
+            ring_len,
+            store,
+            grad_a,
+            grad_b,
+        );
+        if block.thread() == 0 {
+            pairs.write(i, j, value);
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Soft-DTW (Cuturi & Blondel 2017): DTW with the minimum replaced by the
+//! soft minimum `-gamma * ln(sum(exp(-x / gamma)))`, squared Euclidean cost,
+//! optional Sakoe-Chiba band; and its derivatives for the backward pass.
+
+use super::window::SakoeChiba;
+use super::{Measure, MeasureParams};
+use crate::{Differentiable, Neighbours, Real, Recurrence, Sample, Series};
+
+/// Soft-DTW parameters as the kernels receive them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SoftDtwParams<T> {
+    /// Smoothing, > 0.
+    pub gamma: T,
+    /// DTW's window.
+    pub window: SakoeChiba,
+}
+
+impl<T> SoftDtwParams<T> {
+    /// Smoothing `gamma`, no band.
+    pub fn new(gamma: T) -> Self {
+        Self {
+            gamma,
+            window: SakoeChiba::NONE,
+        }
+    }
+
+    /// The same with a Sakoe-Chiba band of `radius` samples (or none).
+    pub fn with_band(self, radius: Option<usize>) -> Self {
+        Self {
+            window: SakoeChiba::new(radius),
+            ..self
+        }
+    }
+}
+
+impl<T: Copy> MeasureParams for SoftDtwParams<T> {
+    const MEASURE: Measure = Measure::SoftDtw;
+}
+
+/// `-gamma * ln(exp(-a/gamma) + exp(-b/gamma) + exp(-c/gamma))`, computed
+/// after shifting by the smallest argument, so that no exponential
+/// overflows and the smallest one's term is exactly 1: `smallest - gamma *
+/// ln(1 + exp((smallest - middle) / gamma) + exp((smallest - largest) /
+/// gamma))`. Two exponentials and one logarithm of a sum in `[1, 3]`; for
+/// `gamma -> 0` the exponentials underflow to 0 and the result is the
+/// minimum exactly (the DTW limit). Infinite arguments contribute 0; all
+/// three infinite give infinity.
+#[inline(always)]
+pub fn soft_min<T: Real>(gamma: T, a: T, b: T, c: T) -> T {
+    let (low, high) = (a.min(b), a.max(b));
+    let smallest = low.min(c);
+    if smallest == T::INFINITY {
+        return T::INFINITY;
+    }
+    let largest = high.max(c);
+    let middle = low.max(high.min(c));
+    // Loop-invariant: the drivers' loops compute it once.
+    let scale = T::ONE / gamma;
+    let sum = T::ONE
+        + ((smallest - middle) * scale).soft_exp()
+        + ((smallest - largest) * scale).soft_exp();
+    smallest - gamma * sum.soft_ln()
+}
+
+/// The Soft-DTW cell update.
+#[inline(always)]
+pub fn soft_dtw_cell<T: Real>(gamma: T, cost: T, diag: T, up: T, left: T) -> T {
+    cost + soft_min(gamma, diag, up, left)
+}
+
+impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
+    type Row = Sample<T>;
+    type Column = Sample<T>;
+    type Window = SakoeChiba;
+
+    /// Two exponentials and a logarithm in each cell's dependency chain.
+    const LATENCY_BOUND: bool = true;
+
+    #[inline(always)]
+    fn window(&self) -> SakoeChiba {
+        self.window
+    }
+
+    #[inline(always)]
+    unsafe fn row(&self, a: &Series<T>, i: usize) -> Sample<T> {
+        a.sample(i - 1)
+    }
+
+    #[inline(always)]
+    unsafe fn column(&self, b: &Series<T>, j: usize) -> Sample<T> {
+        b.sample(j - 1)
+    }
+
+    #[inline(always)]
+    unsafe fn cell(
+        &self,
+        row: &Sample<T>,
+        column: &Sample<T>,
+        a: &Series<T>,
+        b: &Series<T>,
+        Neighbours { diag, up, left }: Neighbours<T>,
+    ) -> T {
+        soft_dtw_cell(
+            self.gamma,
+            a.squared_distance_of(row, b, column),
+            diag,
+            up,
+            left,
+        )
+    }
+}
+
+/// A cell is `cost + soft_min(diag, up, left)`, so its derivative with
+/// respect to a neighbour `x` is `exp((soft_min - x) / gamma)`: the key is
+/// the soft minimum, `value - cost`, and the cost's derivative with respect
+/// to value `d` of `a_i` is `2 (a_i[d] - b_j[d])` (minus that for `b_j`).
+impl<T: Real> Differentiable<T> for SoftDtwParams<T> {
+    #[inline(always)]
+    unsafe fn key(
+        &self,
+        row: &Sample<T>,
+        column: &Sample<T>,
+        a: &Series<T>,
+        b: &Series<T>,
+        value: T,
+    ) -> T {
+        value - a.squared_distance_of(row, b, column)
+    }
+
+    #[inline(always)]
+    fn partial(&self, key: T, neighbour: T) -> T {
+        // The soft minimum is at most each neighbour; rounding can make the
+        // difference slightly positive, which must not give weights above 1.
+        ((key - neighbour).min(T::ZERO) * (T::ONE / self.gamma)).soft_exp()
+    }
+
+    #[inline(always)]
+    unsafe fn cost_gradient(
+        &self,
+        row: &Sample<T>,
+        column: &Sample<T>,
+        a: &Series<T>,
+        b: &Series<T>,
+        dim: usize,
+    ) -> T {
+        let difference = if a.dims == 1 {
+            row.first - column.first
+        } else {
+            a.value(row.index as usize, dim) - b.value(column.index as usize, dim)
+        };
+        difference + difference
+    }
+}

@@ -1,0 +1,196 @@
+//! Time Warp Edit Distance (Marteau 2009), as in the reference C code: a
+//! virtual sample of value 0 at time 0 precedes each series, the norm is
+//! `(sum |u_k - v_k|^p)^(1/p)` with `p = degree`.
+
+use super::{Measure, MeasureParams};
+use crate::{Neighbours, Real, Recurrence, Series, Unbounded};
+
+/// TWED parameters as the kernels receive them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TwedParams<T> {
+    /// Stiffness (weight of time differences), >= 0.
+    pub nu: T,
+    /// Constant penalty of a deletion, >= 0.
+    pub lambda: T,
+    /// Exponent `p >= 1` of the Lp norm between samples.
+    pub degree: T,
+}
+
+impl<T: Copy> MeasureParams for TwedParams<T> {
+    const MEASURE: Measure = Measure::Twed;
+}
+
+/// Value `d` of 1-based sample `k` of `s`; sample 0 is the virtual zero.
+#[inline(always)]
+unsafe fn value_or_zero<T: Real>(s: &Series<T>, k: usize, d: usize) -> T {
+    if k == 0 {
+        T::ZERO
+    } else {
+        s.value(k - 1, d)
+    }
+}
+
+/// Timestamp of 1-based sample `k` of `s`; the virtual sample 0 is at time 0.
+#[inline(always)]
+unsafe fn time_or_zero<T: Real>(s: &Series<T>, k: usize) -> T {
+    if k == 0 {
+        T::ZERO
+    } else {
+        s.time(k - 1)
+    }
+}
+
+/// Lp distance between 1-based sample `k` of `x` and sample `l` of `y`, for
+/// multivariate series. Univariate callers use `|x_k - y_l|` directly:
+/// `(|d|^p)^(1/p)` is `|d|` for every `p`, and skipping the powers avoids
+/// their rounding and their overflow.
+// Not inlined: the warp driver unrolls the cell update over a lane's
+// stripe, and this multivariate path (with its powers) would be copied
+// into every unrolled cell.
+#[inline(never)]
+unsafe fn lp_distance<T: Real>(degree: T, x: &Series<T>, k: usize, y: &Series<T>, l: usize) -> T {
+    let mut sum = T::ZERO;
+    for d in 0..x.dims {
+        let diff = (value_or_zero(x, k, d) - value_or_zero(y, l, d)).abs();
+        sum = sum
+            + if degree == T::ONE {
+                diff
+            } else if degree == T::ONE + T::ONE {
+                diff * diff
+            } else {
+                diff.powf(degree)
+            };
+    }
+    if degree == T::ONE {
+        sum
+    } else if degree == T::ONE + T::ONE {
+        sum.sqrt()
+    } else {
+        sum.powf(T::ONE / degree)
+    }
+}
+
+/// The TWED cell update: the cheapest of a match and the two deletions.
+#[inline(always)]
+pub fn twed_cell<T: Real>(
+    diag: T,
+    up: T,
+    left: T,
+    match_cost: T,
+    delete_a_cost: T,
+    delete_b_cost: T,
+) -> T {
+    (diag + match_cost)
+        .min(up + delete_a_cost)
+        .min(left + delete_b_cost)
+}
+
+/// What a row or a column computes once: its 1-based sample `k`, the
+/// values of samples `k` and `k - 1` (first dimension; the whole sample of a
+/// univariate series), their times, and the cost of deleting sample `k`.
+#[derive(Clone, Copy, Debug)]
+pub struct TwedSample<T> {
+    /// 32 bits, like [`crate::Sample`]'s.
+    index: u32,
+    value: T,
+    previous_value: T,
+    time: T,
+    previous_time: T,
+    delete_cost: T,
+}
+
+impl<T: Real> TwedParams<T> {
+    /// Sample `k` (1-based) of `s` with what every cell of its row or
+    /// column needs. Deleting it costs its distance to the sample before,
+    /// the time elapsed since then, and the constant penalty.
+    #[inline(always)]
+    unsafe fn sample(&self, s: &Series<T>, k: usize) -> TwedSample<T> {
+        let time = time_or_zero(s, k);
+        let previous_time = time_or_zero(s, k - 1);
+        let value = value_or_zero(s, k, 0);
+        let previous_value = value_or_zero(s, k - 1, 0);
+        let distance = if s.dims == 1 {
+            (value - previous_value).abs()
+        } else {
+            lp_distance(self.degree, s, k, s, k - 1)
+        };
+        TwedSample {
+            index: k as u32,
+            value,
+            previous_value,
+            time,
+            previous_time,
+            delete_cost: distance + self.nu * (time - previous_time) + self.lambda,
+        }
+    }
+}
+
+impl<T: Real> Recurrence<T> for TwedParams<T> {
+    type Row = TwedSample<T>;
+    type Column = TwedSample<T>;
+    type Window = Unbounded;
+
+    #[inline(always)]
+    fn window(&self) -> Unbounded {
+        Unbounded
+    }
+
+    #[inline(always)]
+    unsafe fn row(&self, a: &Series<T>, i: usize) -> TwedSample<T> {
+        self.sample(a, i)
+    }
+
+    #[inline(always)]
+    unsafe fn column(&self, b: &Series<T>, j: usize) -> TwedSample<T> {
+        self.sample(b, j)
+    }
+
+    #[inline(always)]
+    unsafe fn next_row(&self, a: &Series<T>, previous: &TwedSample<T>, i: usize) -> TwedSample<T> {
+        if a.dims != 1 {
+            return self.sample(a, i);
+        }
+        // Sample `i - 1` is the row before's; only sample `i` is loaded.
+        let (value, time) = (a.value(i - 1, 0), a.time(i - 1));
+        TwedSample {
+            index: i as u32,
+            value,
+            previous_value: previous.value,
+            time,
+            previous_time: previous.time,
+            delete_cost: (value - previous.value).abs()
+                + self.nu * (time - previous.time)
+                + self.lambda,
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn cell(
+        &self,
+        row: &TwedSample<T>,
+        column: &TwedSample<T>,
+        a: &Series<T>,
+        b: &Series<T>,
+        Neighbours { diag, up, left }: Neighbours<T>,
+    ) -> T {
+        let distances = if a.dims == 1 {
+            (row.value - column.value).abs() + (row.previous_value - column.previous_value).abs()
+        } else {
+            let (i, j) = (row.index as usize, column.index as usize);
+            lp_distance(self.degree, a, i, b, j) + lp_distance(self.degree, a, i - 1, b, j - 1)
+        };
+        let match_cost = distances
+            + self.nu
+                * ((row.time - column.time).abs()
+                    + (row.previous_time - column.previous_time).abs());
+        twed_cell(
+            diag,
+            up,
+            left,
+            match_cost,
+            row.delete_cost,
+            column.delete_cost,
+        )
+    }
+}

@@ -1,0 +1,29 @@
+//! The test suite: one binary, modules by topic. GPU tests skip (saying
+//! why, once) without a usable GPU, and fail instead under `REQUIRE_GPU=1`.
+//!
+//! | module | checks |
+//! |---|---|
+//! | `oracle` | the oracle against hand-worked cases, finite differences, aeon and tslearn |
+//! | `drivers` | the kernels' drivers on emulated warps, blocks and grids (CPU) against the oracle |
+//! | `lockstep` | the CPU backend's lockstep lanes and batches |
+//! | `matrix` | distance matrices: measure x variant x precision x shape against the oracle |
+//! | `long_pairs` | pairs of 10^5 samples and more against the CPU backend |
+//! | `resident` | resident sets and the streamed pipeline, every budget |
+//! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
+//! | `errors` | bad parameters and input: typed errors, never panics |
+//! | `catalogue` | the kernel catalogue against the PTX, both ways |
+//! | `architecture` | no import cycles, no file over 600 lines |
+//! | `cli` | the `timewarp` binary end to end |
+
+mod architecture;
+mod catalogue;
+mod cli;
+mod common;
+mod drivers;
+mod errors;
+mod lockstep;
+mod long_pairs;
+mod matrix;
+mod oracle;
+mod paired;
+mod resident;
