@@ -60,10 +60,9 @@ pub(super) fn narrow_window<T: Float, R: Recurrence<T>>(
 }
 
 /// The share of a pair's cells below which a latency-bound measure's pair
-/// takes the rows instead of the anti-diagonals. A row's cells wait on each
-/// other, so a Soft-DTW cell costs the rows about 1.5 times what it costs
-/// on an anti-diagonal: the rows win below about a sixth of the cells
-/// (docs/benchmarks.md); an eighth keeps to the safe side.
+/// takes the rows instead of the anti-diagonals: a row's cells wait on each
+/// other, so a cell costs more there than on an anti-diagonal, but the rows
+/// skip the cells outside the window (the crossover: docs/benchmarks.md).
 pub(super) const NARROW_FOR_ONE_PAIR: f64 = 1.0 / 8.0;
 
 /// Values [`one_pair`] needs for series up to `a_len` and `b_len` samples.
