@@ -1,4 +1,4 @@
-//! Pairs too long for the oracle's full matrix (10^5 samples and more), on
+//! Pairs too long for the oracle's full matrix (65,536 to 100,003 samples), on
 //! the long-pair variants (`tiled`, `tiled-launches`, `diagonal`,
 //! `diagonal-launches`) and on the warp kernel with a narrow band, against
 //! the CPU backend's rolling rows (linear memory; checked against the

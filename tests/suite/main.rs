@@ -7,7 +7,7 @@
 //! | `drivers` | the kernels' drivers on emulated warps, blocks and grids (CPU) against the oracle |
 //! | `lockstep` | the CPU backend's lockstep lanes and batches |
 //! | `matrix` | distance matrices: measure x variant x precision x shape against the oracle |
-//! | `long_pairs` | pairs of 10^5 samples and more against the CPU backend |
+//! | `long_pairs` | pairs of 65,536 to 100,003 samples against the CPU backend |
 //! | `resident` | resident sets and the streamed pipeline, every budget |
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `errors` | bad parameters and input: typed errors, never panics |
