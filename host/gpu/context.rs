@@ -63,7 +63,20 @@ impl Drop for Busy<'_> {
     fn drop(&mut self) {
         let nanos = self.since.elapsed().as_nanos() as u64;
         self.total.fetch_add(nanos, Ordering::Relaxed);
+        THIS_THREAD_BUSY_NANOS.with(|busy| busy.set(busy.get() + nanos));
     }
+}
+
+thread_local! {
+    /// How long computations called from this thread have held a GPU.
+    static THIS_THREAD_BUSY_NANOS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How long the computations called from the current thread have held a
+/// GPU, in all: with [`Gpu::busy_time`], what share of a GPU's time one
+/// thread's work took while others shared it.
+pub fn this_thread_busy_time() -> Duration {
+    Duration::from_nanos(THIS_THREAD_BUSY_NANOS.with(|busy| busy.get()))
 }
 
 /// A kernel loaded, or why it could not be.
@@ -152,12 +165,14 @@ impl Gpu {
     }
 
     /// JIT-compiles every kernel of the catalogue now, as one module (one
-    /// compilation of the whole PTX costs about half of one per kernel),
-    /// instead of each on its first use, where it holds up the computation
-    /// that needs it and those waiting for the GPU behind it. Call it from
-    /// a thread of its own to overlap the compilation with other work; a
-    /// computation that needs a kernel before then loads it alone. An error
-    /// if the PTX does not load or lacks a kernel of the catalogue.
+    /// compilation of the whole PTX costs less than one per kernel, and
+    /// compiling it in parts on several threads at once is slower still:
+    /// docs/benchmarks.md), instead of each on its first use, where it holds up the
+    /// computation that needs it and those waiting for the GPU behind it.
+    /// Call it from a thread of its own to overlap the compilation with
+    /// other work; a computation that needs a kernel before then loads it
+    /// alone. An error if the PTX does not load or lacks a kernel of the
+    /// catalogue.
     pub fn load_kernels(&self) -> Result<()> {
         let failed = |e: driver::DriverError| Error::Gpu(format!("loading the kernels: {e}"));
         let module = self

@@ -34,7 +34,7 @@ mod select;
 mod staging;
 mod stencil;
 
-pub use context::Gpu;
+pub use context::{this_thread_busy_time, Gpu};
 pub use device::{list_gpus, GpuInfo};
 pub use image::DeviceSeriesSet;
 pub use ptx::{

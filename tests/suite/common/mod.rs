@@ -28,6 +28,7 @@ static SKIPPED: AtomicUsize = AtomicUsize::new(0);
 pub struct Timed {
     test: String,
     start: Instant,
+    own_busy_at_start: f64,
 }
 
 impl Drop for Timed {
@@ -35,12 +36,13 @@ impl Drop for Timed {
         if !std::thread::panicking() {
             use std::io::Write;
             let seconds = self.start.elapsed().as_secs_f64();
-            // The GPU's busy time so far: in a run of one test at a time,
-            // the difference from the previous line is this test's.
+            // The test's own share of the GPU (its computations run on its
+            // thread) and the GPU's busy time so far, all tests together.
+            let own = gpu::this_thread_busy_time().as_secs_f64() - self.own_busy_at_start;
             let busy = gpu::Gpu::get().map_or(0.0, |gpu| gpu.busy_time().as_secs_f64());
             let _ = writeln!(
                 std::io::stderr(),
-                "timing: {} {seconds:.2} s (GPU busy so far {busy:.2} s)",
+                "timing: {} {seconds:.2} s (holding the GPU {own:.2} s; GPU busy so far {busy:.2} s)",
                 self.test
             );
         }
@@ -57,6 +59,7 @@ pub fn on_gpu(test: &str) -> Option<Timed> {
             Some(Timed {
                 test: test.to_string(),
                 start: Instant::now(),
+                own_busy_at_start: gpu::this_thread_busy_time().as_secs_f64(),
             })
         }
         Err(reason) => {
@@ -69,10 +72,9 @@ pub fn on_gpu(test: &str) -> Option<Timed> {
     }
 }
 
-/// Every kernel JIT-compiled at once, as one module, before the first GPU
-/// test goes on (the others wait; the CPU tests run meanwhile): one
-/// compilation of the whole PTX costs about half of one per kernel, and a
-/// kernel compiled on first use is compiled while its test holds the GPU.
+/// Every kernel JIT-compiled before the first GPU test goes on (the others
+/// wait; the CPU tests run meanwhile): a kernel compiled on first use is
+/// compiled while its test holds the GPU.
 fn load_kernels_once(gpu: &gpu::Gpu) {
     static LOADED: OnceLock<()> = OnceLock::new();
     LOADED.get_or_init(|| {
