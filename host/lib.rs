@@ -54,9 +54,10 @@ mod results;
 mod series;
 
 pub use api::{
-    distance, distance_matrix, distance_matrix_resident, soft_dtw_gradient,
-    soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
-    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident,
+    distance, distance_matrix, distance_matrix_resident, soft_dtw_device_output_len,
+    soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_on_device, soft_dtw_pairs_resident,
+    DeviceBatchRef, SoftDtwOutputs,
 };
 pub use backend::Backend;
 pub use error::{Error, Result};

@@ -47,7 +47,7 @@ pub fn soft_dtw_gradient_bytes_per_pair<T: Float>(n: usize, m: usize, dims: usiz
 
 /// The kernels' parameters in precision `T`; an error if gamma or its
 /// reciprocal does not fit `T` (e.g. gamma = 1e-50 in f32).
-fn params<T: Float>(metric: &SoftDtw) -> Result<SoftDtwParams<T>> {
+pub(super) fn params<T: Float>(metric: &SoftDtw) -> Result<SoftDtwParams<T>> {
     let gamma = T::from_f64(metric.gamma());
     if !(gamma > T::ZERO && (T::ONE / gamma).is_finite()) {
         return Err(Error::InvalidParameter {

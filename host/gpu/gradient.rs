@@ -24,7 +24,7 @@ use super::select::block_threads;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet};
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{result as driver, DevicePtr};
 use std::mem::size_of;
 use std::ops::Range;
 use timewarp_kernels::drivers::stencil::GRADIENT_RINGS;
@@ -153,6 +153,67 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
     global_rings: bool,
 ) -> Result<PairedGradients<T>> {
     let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let plan = GradientPlan::new(&shapes, x.dims(), with_y, 0);
+    let (pairs, launches) = (shapes.pairs(), shapes.launches());
+    let outputs = plan.outputs();
+    let output_bytes = outputs * size_of::<T>();
+    if output_bytes > budget {
+        return Err(Error::Gpu(format!(
+            "the values and gradients of {pairs} pairs need {output_bytes} bytes of device memory, over the {budget} available"
+        )));
+    }
+    let stream = &gpu.stream;
+    // SAFETY: `gradient_into` writes every output before the copies below
+    // read them (on the same stream).
+    let results = unsafe { stream.alloc::<T>(outputs) }.map_err(gpu_error)?;
+    let base = results.device_ptr(stream).0;
+    gradient_into(
+        gpu,
+        params,
+        (x, y),
+        divergence,
+        with_y,
+        budget - output_bytes,
+        global_rings,
+        base,
+    )?;
+    // Each part straight into its own vector (the first copy waits for
+    // the launches).
+    let part = |start: usize, len: usize| {
+        stream
+            .clone_dtoh(&results.slice(start..start + len))
+            .map_err(gpu_error)
+    };
+    let (grad_x, grad_y) = plan.gradients(0);
+    Ok(PairedGradients {
+        values: part(0, launches * pairs)?,
+        grad_x: part(grad_x, plan.x_values)?,
+        grad_y: grad_y.map(|g| part(g, plan.y_values)).transpose()?,
+        grad_xx: divergence
+            .then(|| part(plan.gradients(1).0, plan.x_values))
+            .transpose()?,
+        grad_yy: (divergence && with_y)
+            .then(|| part(plan.gradients(2).0, plan.y_values))
+            .transpose()?,
+    })
+}
+
+/// The launches of [`gradient_on`], writing to the output buffer at
+/// device address `out` (laid out as [`GradientPlan`] says; it is zeroed
+/// and its values poisoned here first), with the stores of each chunk in
+/// `budget`. Returns once the launches are queued on the GPU's stream.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpu: &Gpu,
+    params: P,
+    (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
+    divergence: bool,
+    with_y: bool,
+    budget: usize,
+    global_rings: bool,
+    out: u64,
+) -> Result<()> {
+    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
     let ring_bytes = if global_rings {
         shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
@@ -161,30 +222,25 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
     };
     let plan = GradientPlan::new(&shapes, x.dims(), with_y, ring_bytes);
     debug_assert_eq!((plan.x_values, plan.y_values), (x.values(), y.values()));
-    let outputs = plan.outputs();
-    let output_bytes = outputs * size_of::<T>();
-    if output_bytes > budget {
-        return Err(Error::Gpu(format!(
-            "the values and gradients of {pairs} pairs need {output_bytes} bytes of device memory, over the {budget} available"
-        )));
-    }
     let ranges = chunks(
         pairs,
-        budget - output_bytes,
+        budget,
         0,
         |k| plan.workspace_of::<T>(&shapes, k),
         "its Soft-DTW gradient",
     )?;
     let stream = &gpu.stream;
-    // Every output in one buffer (copied back part by part into the
-    // vectors returned): the values poisoned with NaN (a pair the
-    // kernel failed to write cannot pass for a result), the gradients
-    // zeroed (the kernel adds to them).
-    let results = stream.alloc_zeros::<T>(outputs).map_err(gpu_error)?;
-    let base = results.device_ptr(stream).0;
-    let at = |values: usize| base + (values * size_of::<T>()) as u64;
-    // SAFETY: the buffer begins with the `launches * pairs` values.
-    unsafe { poison_bytes(stream, base, launches * pairs * size_of::<T>()) }?;
+    let at = |values: usize| out + (values * size_of::<T>()) as u64;
+    // The values poisoned with NaN (a pair the kernel failed to write
+    // cannot pass for a result), the gradients zeroed (the kernel adds to
+    // them).
+    let value_bytes = launches * pairs * size_of::<T>();
+    // SAFETY: the buffer holds `plan.outputs()` values, the values first.
+    unsafe {
+        driver::memset_d8_async(out, 0, plan.outputs() * size_of::<T>(), stream.cu_stream())
+            .map_err(gpu_error)?;
+        poison_bytes(stream, out, value_bytes)?;
+    }
     // Each chunk's store offsets, launch after launch, relative to the
     // chunk's store, uploaded together; and one store (and rings) for
     // the largest chunk, used by each in turn (the forward pass writes
@@ -261,30 +317,12 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
             unsafe { gpu.launch_blocks(&function, (len as u32, threads), shared, launch) }?;
         }
     }
-    // Each part straight into its own vector (the first copy waits for
-    // the launches).
-    let part = |start: usize, len: usize| {
-        stream
-            .clone_dtoh(&results.slice(start..start + len))
-            .map_err(gpu_error)
-    };
-    let (grad_x, grad_y) = plan.gradients(0);
-    Ok(PairedGradients {
-        values: part(0, launches * pairs)?,
-        grad_x: part(grad_x, plan.x_values)?,
-        grad_y: grad_y.map(|g| part(g, plan.y_values)).transpose()?,
-        grad_xx: divergence
-            .then(|| part(plan.gradients(1).0, plan.x_values))
-            .transpose()?,
-        grad_yy: (divergence && with_y)
-            .then(|| part(plan.gradients(2).0, plan.y_values))
-            .transpose()?,
-    })
+    Ok(())
 }
 
 /// Whether the gradient's rings go to global memory: when those of the
 /// longest pair of `shapes` do not fit a block's shared memory (then
 /// for every pair).
-fn global_rings<T: Float>(gpu: &Gpu, shapes: &Shapes) -> Result<bool> {
+pub(crate) fn global_rings<T: Float>(gpu: &Gpu, shapes: &Shapes) -> Result<bool> {
     Ok(shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring()) > gpu.max_shared_bytes()?)
 }

@@ -9,6 +9,7 @@ use super::layout::{as_bytes_u64, Image, Layout};
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use std::marker::PhantomData;
+use std::mem::size_of;
 use std::ops::Range;
 use timewarp_kernels::SetRef;
 
@@ -74,6 +75,7 @@ impl<T: Float> DeviceSeriesSet<T> {
         DeviceBatch {
             base: self.image.base,
             layout: self.image.layout,
+            values_address: self.image.base + self.image.layout.values_at() as u64,
             offsets: &self.offsets,
             memory: PhantomData,
         }
@@ -87,6 +89,9 @@ impl<T: Float> DeviceSeriesSet<T> {
 pub(crate) struct DeviceBatch<'a, T> {
     base: u64,
     layout: Layout,
+    /// Where the values are: in the image, or in memory the caller owns
+    /// ([`ForeignBatch`]).
+    values_address: u64,
     /// `len + 1` sample offsets; only their differences count (those of an
     /// uploaded range start where the range starts in its host batch).
     offsets: &'a [u64],
@@ -113,7 +118,57 @@ impl<'a, T> DeviceBatch<'a, T> {
 
     /// The kernels' view of its series `range`.
     pub(crate) fn view(&self, range: Range<usize>) -> SetRef<T> {
-        self.layout.set_ref(self.base, range.start, range.len())
+        let mut view = self.layout.set_ref(self.base, range.start, range.len());
+        view.values = self.values_address as *const T;
+        view
+    }
+}
+
+/// `count` series of `len` samples of `dims` values each, C-contiguous in
+/// device memory the caller owns and keeps alive (a CUDA tensor's), with
+/// their offsets in an allocation of ours: read in place, never freed.
+pub(crate) struct ForeignBatch<T> {
+    offsets_on_device: CudaSlice<u64>,
+    offsets: Vec<u64>,
+    values_address: u64,
+    layout: Layout,
+    element: PhantomData<T>,
+}
+
+impl<T: Float> ForeignBatch<T> {
+    /// The batch at device address `values`; its offsets are uploaded on
+    /// the GPU's stream.
+    pub(crate) fn new(
+        gpu: &Gpu,
+        values: u64,
+        (count, len, dims): (usize, usize, usize),
+    ) -> Result<Self> {
+        let offsets: Vec<u64> = (0..=count).map(|k| (k * len) as u64).collect();
+        let offsets_on_device = gpu.stream.clone_htod(&offsets).map_err(gpu_error)?;
+        Ok(ForeignBatch {
+            offsets_on_device,
+            offsets,
+            values_address: values,
+            layout: Layout {
+                count,
+                dims,
+                samples: count * len,
+                times: false,
+                element: size_of::<T>(),
+            },
+            element: PhantomData,
+        })
+    }
+
+    /// The batch as the paired kernels read it.
+    pub(crate) fn batch(&self, gpu: &Gpu) -> DeviceBatch<'_, T> {
+        DeviceBatch {
+            base: self.offsets_on_device.device_ptr(&gpu.stream).0,
+            layout: self.layout,
+            values_address: self.values_address,
+            offsets: &self.offsets,
+            memory: PhantomData,
+        }
     }
 }
 
@@ -147,6 +202,7 @@ impl<T: Float> Uploaded<T> {
         DeviceBatch {
             base,
             layout,
+            values_address: base + layout.values_at() as u64,
             offsets: &set.parts().1[self.first..=self.first + layout.count],
             memory: PhantomData,
         }

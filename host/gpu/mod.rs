@@ -14,12 +14,14 @@
 //! pipeline         the streamed tile pipeline of the pair kernels
 //! pairs · stencil · long_pair · antidiagonal · paired · gradient
 //!                  the launchers, one file for what each runs
+//! foreign          paired Soft-DTW over the caller's device memory
 //! matrix           a distance matrix with any variant
 //! ```
 
 mod antidiagonal;
 mod context;
 mod device;
+mod foreign;
 mod gradient;
 mod image;
 mod layout;
@@ -44,6 +46,7 @@ pub use ptx::{
 pub use select::local_max_len;
 
 pub(crate) use context::KernelParams;
+pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
 pub(crate) use gradient::{paired_gradient, paired_gradient_resident};
 pub(crate) use matrix::matrix;
 pub(crate) use paired::{paired_values, paired_values_resident};

@@ -27,7 +27,7 @@ use super::select::{
 };
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::{Float, Result, SeriesSet, Variant};
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{result as driver, DevicePtr};
 use std::mem::size_of;
 use std::ops::Range;
 use timewarp_kernels::drivers::stencil::VALUE_RINGS;
@@ -39,7 +39,11 @@ use timewarp_kernels::{Driver, KernelId};
 const THREADS_PER_BLOCK: usize = 128;
 
 /// The variant asked for, or the default for `shapes`.
-fn choose<T: Float>(gpu: &Gpu, asked: Option<Variant>, shapes: &Shapes) -> Result<Variant> {
+pub(crate) fn choose<T: Float>(
+    gpu: &Gpu,
+    asked: Option<Variant>,
+    shapes: &Shapes,
+) -> Result<Variant> {
     let stencil_fits = match asked {
         Some(_) => true,
         None => shared_bytes::<T>(VALUE_RINGS, shapes.longest_ring()) <= gpu.max_shared_bytes()?,
@@ -141,7 +145,15 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
         let uploaded = upload_ranges(gpu, &[x, y], range.clone())?;
         let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
         let left = budget.saturating_sub(uploaded.bytes());
-        let chunk = values_on(gpu, variant, params, (&x_chunk, &y_chunk), divergence, left);
+        let chunk = values_on(
+            gpu,
+            variant,
+            params,
+            (&x_chunk, &y_chunk),
+            divergence,
+            left,
+            None,
+        );
         // The chunk's images are freed next: no kernel may still read them.
         gpu.settle(chunk.is_err());
         let chunk = chunk?;
@@ -171,22 +183,25 @@ pub(crate) fn paired_values_resident<T: Float, P: KernelParams<T>>(
     let variant = choose::<T>(gpu, variant, &shapes)?;
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let batches = (&x.batch(), &y.batch());
-    let values = values_on(gpu, variant, params, batches, divergence, budget);
+    let values = values_on(gpu, variant, params, batches, divergence, budget, None);
     gpu.settle(values.is_err());
     values
 }
 
 /// The values of the pairs of two device batches, as [`paired_values`]
 /// lays them out, with `variant` (stencil, warp or tiled); what the
-/// launches allocate fits `budget`, in chunks. Returns once the values are
-/// back: the batches may be freed then.
-fn values_on<T: Float, P: KernelParams<T>>(
+/// launches allocate fits `budget`, in chunks. Returned, or with
+/// `device_out` written to the device buffer at that address (and none
+/// returned). Returns once the values are where they go: the batches may
+/// be freed then.
+pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     gpu: &Gpu,
     variant: Variant,
     params: P,
     (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
     divergence: bool,
     budget: usize,
+    device_out: Option<u64>,
 ) -> Result<Vec<T>> {
     let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
@@ -199,6 +214,14 @@ fn values_on<T: Float, P: KernelParams<T>>(
                 let lengths = shapes.lengths(l, k);
                 values.push(pair_pipelined_on(gpu, params, pair, lengths, budget)?);
             }
+        }
+        if let Some(out) = device_out {
+            // SAFETY: `out` holds `launches * pairs` values; the copy from
+            // pageable memory has read `values` when it returns.
+            unsafe { driver::memcpy_htod_async(out, &values[..], gpu.stream.cu_stream()) }
+                .map_err(gpu_error)?;
+            gpu.stream.synchronize().map_err(gpu_error)?;
+            return Ok(Vec::new());
         }
         return Ok(values);
     }
@@ -269,6 +292,24 @@ fn values_on<T: Float, P: KernelParams<T>>(
                 unsafe { gpu.launch_blocks(&function, (len as u32, threads), shared, launch) }?;
             }
         }
+        if let Some(out) = device_out {
+            for l in 0..launches {
+                let to = out + ((l * pairs + range.start) * size_of::<T>()) as u64;
+                // SAFETY: `out` holds `launches * pairs` values, the buffer
+                // the chunk's `launches * len`; the copy runs after the
+                // launches on the same stream, and before the next chunk's.
+                unsafe {
+                    driver::memcpy_dtod_async(
+                        to,
+                        at(l * len),
+                        len * size_of::<T>(),
+                        stream.cu_stream(),
+                    )
+                }
+                .map_err(gpu_error)?;
+            }
+            continue;
+        }
         // Returns once the copy (and so the launches) is done.
         let back = &mut back[..launches * len];
         stream
@@ -278,6 +319,10 @@ fn values_on<T: Float, P: KernelParams<T>>(
             values[l * pairs + range.start..l * pairs + range.end]
                 .copy_from_slice(&back[l * len..(l + 1) * len]);
         }
+    }
+    if device_out.is_some() {
+        stream.synchronize().map_err(gpu_error)?;
+        return Ok(Vec::new());
     }
     Ok(values)
 }

@@ -1,0 +1,126 @@
+//! Paired Soft-DTW over batches in device memory the caller owns (CUDA
+//! tensors): read in place, results written to the caller's buffer, in
+//! order after the work the caller's stream has queued.
+
+use super::context::{Gpu, KernelParams};
+use super::device::gpu_error;
+use super::gradient::{global_rings, gradient_into};
+use super::image::ForeignBatch;
+use super::paired::{choose, values_on};
+use super::plan::paired::{GradientPlan, Shapes};
+use crate::{Float, Result, Variant};
+use cudarc::driver::{result as driver, sys};
+use timewarp_kernels::Differentiable;
+
+/// A batch of equal-length series in device memory: `count x len x dims`
+/// values, C-contiguous, at `address`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ForeignShape {
+    pub address: u64,
+    pub count: usize,
+    pub len: usize,
+    pub dims: usize,
+}
+
+/// What to compute: values, or values and gradients (with respect to `y`
+/// too if `with_y`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Wanted {
+    Values,
+    Gradients { with_y: bool },
+}
+
+fn offsets(batch: &ForeignShape) -> Vec<u64> {
+    (0..=batch.count).map(|k| (k * batch.len) as u64).collect()
+}
+
+/// Values of the output buffer [`paired_on_device`] writes.
+pub(crate) fn output_len(
+    x: &ForeignShape,
+    y: &ForeignShape,
+    divergence: bool,
+    wanted: Wanted,
+) -> usize {
+    let (x_offsets, y_offsets) = (offsets(x), offsets(y));
+    let shapes = Shapes::new(&x_offsets, &y_offsets, divergence);
+    match wanted {
+        Wanted::Values => shapes.launches() * shapes.pairs(),
+        Wanted::Gradients { with_y } => GradientPlan::new(&shapes, x.dims, with_y, 0).outputs(),
+    }
+}
+
+/// Series `k` of `x` against series `k` of `y`, written to the buffer at
+/// `out` (laid out as `GradientPlan` says, or the values alone), after
+/// the work queued on the caller's stream `wait_for`. Returns the values
+/// (copied back, for the caller's checks) once everything is written.
+///
+/// # Safety
+/// `x`, `y` and `out` address device memory of the GPU's context (the
+/// device's primary context, which CUDA runtimes share) that stays valid
+/// for the call; `out` holds the outputs `wanted` needs; `wait_for` is a
+/// stream of that context (or the legacy default stream, 0).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpu: &Gpu,
+    variant: Option<Variant>,
+    params: P,
+    (x, y): (ForeignShape, ForeignShape),
+    divergence: bool,
+    wanted: Wanted,
+    out: u64,
+    wait_for: Option<sys::CUstream>,
+    memory_budget: Option<usize>,
+) -> Result<Vec<T>> {
+    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    if let Some(stream) = wait_for {
+        let event = gpu.context.new_event(None).map_err(gpu_error)?;
+        // SAFETY: the caller vouches for the stream; the event is ours.
+        unsafe { driver::event::record(event.cu_event(), stream) }.map_err(gpu_error)?;
+        gpu.stream.wait(&event).map_err(gpu_error)?;
+    }
+    let result = (|| {
+        let xs = ForeignBatch::<T>::new(gpu, x.address, (x.count, x.len, x.dims))?;
+        let ys = ForeignBatch::<T>::new(gpu, y.address, (y.count, y.len, y.dims))?;
+        let (xb, yb) = (xs.batch(gpu), ys.batch(gpu));
+        let shapes = Shapes::new(xb.offsets(), yb.offsets(), divergence);
+        match wanted {
+            Wanted::Values => {
+                let variant = choose::<T>(gpu, variant, &shapes)?;
+                values_on(
+                    gpu,
+                    variant,
+                    params,
+                    (&xb, &yb),
+                    divergence,
+                    budget,
+                    Some(out),
+                )?;
+            }
+            Wanted::Gradients { with_y } => {
+                let global = global_rings::<T>(gpu, &shapes)?;
+                gradient_into(
+                    gpu,
+                    params,
+                    (&xb, &yb),
+                    divergence,
+                    with_y,
+                    budget,
+                    global,
+                    out,
+                )?;
+            }
+        }
+        // The values back for the caller's checks; the copy waits for the
+        // launches, and so does the return (the offsets are freed next).
+        let count = shapes.launches() * shapes.pairs();
+        let mut values = vec![T::ZERO; count];
+        // SAFETY: `out` begins with `count` values, written by the launches
+        // queued before on this stream.
+        unsafe { driver::memcpy_dtoh_async(&mut values[..], out, gpu.stream.cu_stream()) }
+            .map_err(gpu_error)?;
+        gpu.stream.synchronize().map_err(gpu_error)?;
+        Ok(values)
+    })();
+    gpu.settle(result.is_err());
+    result
+}
