@@ -1,0 +1,55 @@
+"""Shared helpers: optional dependencies and the GPU skip or fail like the
+Rust suite (skip with the reason printed; fail under REQUIRE_GPU=1)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import timewarp
+
+REQUIRE_GPU = os.environ.get("REQUIRE_GPU") == "1"
+
+
+def _skip_or_fail(reason: str) -> None:
+    if REQUIRE_GPU:
+        pytest.fail(f"REQUIRE_GPU=1 but {reason}")
+    print(f"skipped: {reason}", file=sys.stderr)
+    pytest.skip(reason)
+
+
+def need_gpu() -> None:
+    if not timewarp.gpu_available():
+        info = timewarp.info()
+        reason = info.get("gpu_error") or "no usable GPU"
+        for gpu in info["gpus"]:
+            if gpu["reason"]:
+                reason = gpu["reason"]
+        _skip_or_fail(f"no usable GPU ({reason})")
+
+
+def need_torch():
+    try:
+        import torch
+    except ImportError:
+        if REQUIRE_GPU:
+            pytest.fail("REQUIRE_GPU=1 but torch is not installed")
+        pytest.skip("torch is not installed")
+    return torch
+
+
+def need_cuda_torch():
+    torch = need_torch()
+    need_gpu()
+    if not torch.cuda.is_available():
+        _skip_or_fail("torch sees no CUDA device")
+    return torch
+
+
+@pytest.fixture
+def gpu() -> None:
+    need_gpu()

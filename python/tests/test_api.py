@@ -1,0 +1,298 @@
+"""The numpy API against the plain reference in reference.py: every metric,
+univariate and multivariate, equal and unequal lengths, length 1, bands,
+dtypes, layouts, errors. Tolerances: float64 results within 1e-12 relative
+(the same sums in a different order); float32 within 1e-4 relative (single
+precision over a few hundred cells)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import reference as ref
+
+import timewarp
+from timewarp import TimewarpError
+
+RNG = np.random.default_rng(42)
+
+
+def ragged(lengths, dims=1, scale=1.0):
+    return [RNG.normal(size=(n, dims)) * scale for n in lengths]
+
+
+MEASURES = {
+    "dtw": lambda band: lambda x, y: ref.dtw(x, y, band),
+    "soft_dtw": lambda band: lambda x, y: ref.soft_dtw(x, y, 0.7, band),
+    "twed": lambda band: lambda x, y: ref.twed(x, y, 0.01, 0.5, 2.0),
+}
+PARAMS = {"gamma": 0.7, "nu": 0.01, "lmbda": 0.5, "degree": 2.0}
+
+
+@pytest.mark.parametrize("metric", ["dtw", "soft_dtw", "twed"])
+@pytest.mark.parametrize("dims", [1, 3])
+@pytest.mark.parametrize("band", [None, 0, 2])
+def test_cdist_matches_reference(metric, dims, band):
+    if metric == "twed" and band is not None:
+        pytest.skip("TWED has no band")
+    a = ragged([1, 2, 7, 12], dims)
+    b = ragged([1, 5, 9], dims)
+    expected = ref.matrix(a, b, MEASURES[metric](band))
+    got = timewarp.cdist(a, b, metric=metric, band=band, device="cpu", **PARAMS)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # a against itself: each symmetric pair once, the diagonal included.
+    self_expected = ref.matrix(a, a, MEASURES[metric](band))
+    got = timewarp.cdist(a, metric=metric, band=band, device="cpu", **PARAMS)
+    np.testing.assert_allclose(got, self_expected, rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(got, got.T)
+
+
+def test_array_layouts_agree():
+    x = RNG.normal(size=(4, 9))
+    as_list = [row for row in x]
+    as_3d = x[:, :, None]
+    expected = timewarp.cdist(x, device="cpu")
+    np.testing.assert_array_equal(timewarp.cdist(as_list, device="cpu"), expected)
+    np.testing.assert_array_equal(timewarp.cdist(as_3d, device="cpu"), expected)
+    # Non-contiguous views give the same values.
+    wide = RNG.normal(size=(4, 18))
+    view = wide[:, ::2]
+    assert not view.flags.c_contiguous
+    np.testing.assert_array_equal(
+        timewarp.cdist(view, device="cpu"), timewarp.cdist(view.copy(), device="cpu")
+    )
+    fortran = np.asfortranarray(x)
+    np.testing.assert_array_equal(timewarp.cdist(fortran, device="cpu"), expected)
+
+
+def test_one_dimensional_input_is_one_series():
+    x = RNG.normal(size=11)
+    y = RNG.normal(size=(3, 11))
+    got = timewarp.cdist(x, y, device="cpu")
+    assert got.shape == (1, 3)
+    np.testing.assert_allclose(got[0], [ref.dtw(x, row) for row in y], rtol=1e-12)
+
+
+def test_distance_is_one_pair():
+    x, y = RNG.normal(size=(13, 2)), RNG.normal(size=(8, 2))
+    for metric, measure in MEASURES.items():
+        got = timewarp.distance(x, y, metric=metric, **PARAMS)
+        assert isinstance(got, float)
+        assert got == pytest.approx(measure(None)(x, y), rel=1e-12)
+    assert timewarp.distance(x, y, band=1) == pytest.approx(ref.dtw(x, y, 1), rel=1e-12)
+
+
+def test_dtypes_follow_the_rule():
+    x = RNG.normal(size=(3, 10))
+    f64 = timewarp.cdist(x, device="cpu")
+    f32 = timewarp.cdist(x.astype(np.float32), device="cpu")
+    assert f64.dtype == np.float64 and f32.dtype == np.float32
+    np.testing.assert_allclose(f32, f64, rtol=1e-4)
+    # float16 computes in float32, integers in float64.
+    assert timewarp.cdist(x.astype(np.float16), device="cpu").dtype == np.float32
+    ints = (x * 10).astype(np.int32)
+    got = timewarp.cdist(ints, device="cpu")
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, timewarp.cdist(ints.astype(np.float64), device="cpu"))
+    # Mixed precisions compute in the wider one; precision= overrides.
+    assert timewarp.cdist(x.astype(np.float32), x, device="cpu").dtype == np.float64
+    assert timewarp.cdist(x, precision="float32", device="cpu").dtype == np.float32
+    with pytest.raises(TimewarpError, match="complex"):
+        timewarp.cdist(x.astype(np.complex128))
+    with pytest.raises(TimewarpError, match="precision"):
+        timewarp.cdist(x, precision="float16")
+
+
+def test_huge_and_tiny_values():
+    x = RNG.normal(size=(3, 6))
+    for scale in (1e-150, 1e100):
+        got = timewarp.cdist(x * scale, device="cpu")
+        expected = ref.matrix(x * scale, x * scale, MEASURES["dtw"](None))
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    with pytest.raises(TimewarpError, match="overflow"):
+        timewarp.cdist((x * 1e30).astype(np.float32), device="cpu")
+
+
+def test_soft_dtw_paired_values_and_divergence():
+    x = RNG.normal(size=(5, 12, 2))
+    y = RNG.normal(size=(5, 9, 2))
+    values = timewarp.soft_dtw(x, y, gamma=0.5, device="cpu")
+    expected = [ref.soft_dtw(a, b, 0.5) for a, b in zip(x, y)]
+    np.testing.assert_allclose(values, expected, rtol=1e-12)
+    divergence = timewarp.soft_dtw(x, y, gamma=0.5, normalize=True, device="cpu")
+    expected = [
+        ref.soft_dtw(a, b, 0.5) - (ref.soft_dtw(a, a, 0.5) + ref.soft_dtw(b, b, 0.5)) / 2
+        for a, b in zip(x, y)
+    ]
+    np.testing.assert_allclose(divergence, expected, rtol=1e-10)
+    assert np.all(divergence >= 0)
+    same = timewarp.soft_dtw(x, x, gamma=0.5, normalize=True, device="cpu")
+    np.testing.assert_allclose(same, 0.0, atol=1e-12)
+    # Ragged batches pair series k with k.
+    xs, ys = ragged([3, 8, 1]), ragged([5, 1, 6])
+    got = timewarp.soft_dtw(xs, ys, gamma=0.2, device="cpu")
+    np.testing.assert_allclose(got, [ref.soft_dtw(a, b, 0.2) for a, b in zip(xs, ys)], rtol=1e-12)
+
+
+def numeric_gradient(f, x, step=1e-6):
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[index] += step
+        down[index] -= step
+        grad[index] = (f(up) - f(down)) / (2 * step)
+    return grad
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("band", [None, 1])
+def test_soft_dtw_gradient_against_finite_differences(normalize, band):
+    x = RNG.normal(size=(2, 6, 2))
+    y = RNG.normal(size=(2, 5, 2))
+    values, grad_x, grad_y = timewarp.soft_dtw_gradient(
+        x, y, gamma=0.3, band=band, normalize=normalize, device="cpu"
+    )
+    for k in range(2):
+
+        def value(a, b):
+            if normalize:
+                return (
+                    ref.soft_dtw(a, b, 0.3, band)
+                    - (ref.soft_dtw(a, a, 0.3, band) + ref.soft_dtw(b, b, 0.3, band)) / 2
+                )
+            return ref.soft_dtw(a, b, 0.3, band)
+
+        assert values[k] == pytest.approx(value(x[k], y[k]), rel=1e-10)
+        # Central differences of step 1e-6 are good to about 1e-8 here.
+        np.testing.assert_allclose(
+            grad_x[k], numeric_gradient(lambda a: value(a, y[k]), x[k]), atol=1e-6
+        )
+        np.testing.assert_allclose(
+            grad_y[k], numeric_gradient(lambda b: value(x[k], b), y[k]), atol=1e-6
+        )
+
+
+def test_soft_dtw_gradient_shapes_follow_the_input():
+    x, y = RNG.normal(size=(3, 7)), RNG.normal(size=(3, 4))
+    _, grad_x, grad_y = timewarp.soft_dtw_gradient(x, y, device="cpu")
+    assert grad_x.shape == x.shape and grad_y.shape == y.shape
+    _, grad_x, grad_y = timewarp.soft_dtw_gradient(x, y, with_respect_to_y=False, device="cpu")
+    assert grad_y is None
+    xs = [RNG.normal(size=n) for n in (3, 5)]
+    ys = [RNG.normal(size=(n, 1)) for n in (4, 2)]
+    _, grad_x, grad_y = timewarp.soft_dtw_gradient(xs, ys, device="cpu")
+    assert [g.shape for g in grad_x] == [(3,), (5,)]
+    assert [g.shape for g in grad_y] == [(4, 1), (2, 1)]
+
+
+BAD_INPUTS = [
+    ("NaN", lambda: timewarp.cdist(np.array([[1.0, np.nan]]))),
+    ("is inf", lambda: timewarp.cdist([np.array([1.0, np.inf])])),
+    ("empty", lambda: timewarp.cdist(np.zeros((2, 0)))),
+    ("no series", lambda: timewarp.cdist(np.zeros((0, 5)))),
+    ("no series", lambda: timewarp.cdist([])),
+    ("dimension", lambda: timewarp.cdist(np.zeros((2, 3, 1)), np.zeros((2, 3, 2)))),
+    ("dimension", lambda: timewarp.cdist([np.zeros((3, 1)), np.zeros((3, 2))])),
+    ("axes", lambda: timewarp.cdist(np.zeros((2, 3, 1, 1)))),
+    ("axes", lambda: timewarp.cdist([np.zeros((2, 3, 1))])),
+    ("metric", lambda: timewarp.cdist(np.zeros((2, 3)), metric="euclid")),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=-1)),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=1.5)),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", band=2)),
+    ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=0)),
+    ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=np.nan)),
+    ("nu", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", nu=-1)),
+    ("lambda", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", lmbda=-1)),
+    ("degree", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", degree=0.5)),
+    ("not a number", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", nu="x")),
+    ("device", lambda: timewarp.cdist(np.zeros((2, 3)), device="tpu")),
+    ("complex", lambda: timewarp.cdist(np.zeros((2, 3), dtype=complex))),
+    ("not a regular array", lambda: timewarp.cdist(np.array([[1.0, 2.0], [1.0]], dtype=object))),
+    ("not numbers", lambda: timewarp.cdist(["abc", "de"])),
+    ("divergence", lambda: timewarp.cdist(np.zeros((2, 3)), metric="dtw", normalize=True)),
+    ("paired", lambda: timewarp.soft_dtw(np.zeros((2, 3)), np.zeros((3, 3)))),
+    ("series", lambda: timewarp.distance(np.zeros((2, 3, 1)), np.zeros(3))),
+]
+
+
+@pytest.mark.parametrize(
+    "match, call", BAD_INPUTS, ids=[f"{i}-{m}" for i, (m, _) in enumerate(BAD_INPUTS)]
+)
+def test_bad_input_is_a_timewarp_error(match, call):
+    with pytest.raises(TimewarpError, match=match) as caught:
+        call()
+    assert isinstance(caught.value, ValueError)
+    assert "\n" not in str(caught.value)
+
+
+def test_gpu_without_one_is_a_clear_error():
+    if timewarp.gpu_available():
+        pytest.skip("this machine has a usable GPU")
+    with pytest.raises(TimewarpError, match="no usable GPU"):
+        timewarp.cdist(np.zeros((2, 3)), device="gpu")
+    # auto falls back to the CPU.
+    assert timewarp.cdist(np.ones((2, 3)), device="auto").shape == (2, 2)
+
+
+def test_other_gpu_ordinals_are_refused():
+    with pytest.raises(TimewarpError, match="GPU 0"):
+        timewarp.cdist(np.zeros((2, 3)), device="gpu:1")
+
+
+def test_load_reads_the_crates_formats(tmp_path):
+    import pathlib
+
+    data = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data"
+    X, y = timewarp.load(data / "GunPoint_TRAIN.ts")
+    assert X.shape == (50, 150, 1) and X.dtype == np.float64
+    assert y.shape == (50,) and set(y) == {"1", "2"}
+    X, y = timewarp.load(data / "JapaneseVowels_TRAIN.ts")
+    assert isinstance(X, list) and X[0].shape[1] == 12 and len(y) == len(X)
+    csv = tmp_path / "two.csv"
+    csv.write_text("1,2,3\n4,5,6\n")
+    X, y = timewarp.load(csv)
+    np.testing.assert_array_equal(X[:, :, 0], [[1, 2, 3], [4, 5, 6]])
+    assert y is None
+    npy = tmp_path / "a.npy"
+    np.save(npy, np.arange(6.0).reshape(2, 3))
+    X, _ = timewarp.load(npy)
+    np.testing.assert_array_equal(X[:, :, 0], np.arange(6.0).reshape(2, 3))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2\n3,oops\n")
+    with pytest.raises(TimewarpError, match="bad.csv:2"):
+        timewarp.load(bad)
+    with pytest.raises(TimewarpError):
+        timewarp.load(tmp_path / "missing.ts")
+
+
+def test_info_describes_the_build():
+    info = timewarp.info()
+    assert info["version"] == timewarp.__version__
+    assert info["cpu_threads"] >= 1
+    assert isinstance(info["gpus"], list)
+    assert info["kernels"] == "built" or info["kernels"].startswith("not built")
+
+
+def test_the_gil_is_released_while_computing():
+    import threading
+    import time
+
+    x = RNG.normal(size=(300, 200))
+    ticks = []
+    done = threading.Event()
+
+    def tick():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=tick)
+    thread.start()
+    start = time.perf_counter()
+    timewarp.cdist(x, metric="twed", device="cpu")
+    elapsed = time.perf_counter() - start
+    done.set()
+    thread.join()
+    during = [t for t in ticks if start < t < start + elapsed]
+    # A thread that holds the GIL for the whole call lets the other tick at
+    # most once or twice.
+    assert elapsed < 0.05 or len(during) > 5, (elapsed, len(during))

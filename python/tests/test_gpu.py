@@ -1,0 +1,61 @@
+"""numpy batches on the GPU against the CPU backend: every metric, both
+precisions, ragged and multivariate, the resident k-NN. Float64 within
+1e-10 relative (the same recurrences, summed in another order), float32
+within 1e-4."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import timewarp
+
+RNG = np.random.default_rng(11)
+PARAMS = {"gamma": 0.5, "nu": 0.01, "lmbda": 0.5, "degree": 2.0}
+
+
+def close(got, expected, dtype):
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=0 if dtype == np.float64 else 1e-5)
+
+
+@pytest.mark.parametrize("metric", ["dtw", "soft_dtw", "twed"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cdist_on_the_gpu_matches_the_cpu(gpu, metric, dtype):
+    a = [RNG.normal(size=(n, 2)).astype(dtype) for n in (1, 7, 64, 200, 33)]
+    b = [RNG.normal(size=(n, 2)).astype(dtype) for n in (5, 128, 1)]
+    for band in [None] if metric == "twed" else [None, 0, 4]:
+        got = timewarp.cdist(a, b, metric=metric, band=band, device="gpu", **PARAMS)
+        expected = timewarp.cdist(a, b, metric=metric, band=band, device="cpu", **PARAMS)
+        assert got.dtype == dtype
+        close(got, expected, dtype)
+        got = timewarp.cdist(a, metric=metric, band=band, device="gpu:0", **PARAMS)
+        close(got, timewarp.cdist(a, metric=metric, band=band, device="cpu", **PARAMS), dtype)
+
+
+def test_soft_dtw_gradient_on_the_gpu(gpu):
+    x = RNG.normal(size=(16, 40, 3))
+    y = RNG.normal(size=(16, 50, 3))
+    for normalize in (False, True):
+        got = timewarp.soft_dtw_gradient(x, y, normalize=normalize, device="gpu")
+        expected = timewarp.soft_dtw_gradient(x, y, normalize=normalize, device="cpu")
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def test_knn_keeps_the_training_set_on_the_gpu(gpu):
+    train = RNG.normal(size=(40, 30))
+    labels = RNG.integers(0, 3, size=40)
+    queries = RNG.normal(size=(10, 30))
+    on_gpu = timewarp.KNeighborsClassifier(n_neighbors=3, device="gpu").fit(train, labels)
+    assert on_gpu._resident.device == "gpu:0"
+    on_cpu = timewarp.KNeighborsClassifier(n_neighbors=3, device="cpu").fit(train, labels)
+    np.testing.assert_allclose(
+        on_gpu.kneighbors(queries)[0], on_cpu.kneighbors(queries)[0], rtol=1e-10
+    )
+    np.testing.assert_array_equal(on_gpu.predict(queries), on_cpu.predict(queries))
+
+
+def test_info_lists_the_gpu(gpu):
+    info = timewarp.info()
+    assert info["gpus"] and info["gpus"][0]["usable"]

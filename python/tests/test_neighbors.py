@@ -1,0 +1,105 @@
+"""KNeighborsClassifier: the estimator API, and its predictions against a
+brute-force k-NN over the reference distances."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+import reference as ref
+
+import timewarp
+from timewarp import KNeighborsClassifier, TimewarpError
+
+RNG = np.random.default_rng(7)
+DATA = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data"
+
+
+def brute_force(train, labels, queries, k, measure):
+    distances = ref.matrix(queries, train, measure)
+    order = np.argsort(distances, axis=1, kind="stable")[:, :k]
+    votes = labels[order]
+    classes = np.unique(labels)
+    counts = np.stack([(votes == c).sum(axis=1) for c in classes], axis=1)
+    return classes[np.argmax(counts, axis=1)]
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_predictions_match_brute_force(k):
+    train = [RNG.normal(size=(n, 2)) + (n % 3) for n in range(3, 23)]
+    labels = np.array([n % 3 for n in range(3, 23)])
+    queries = [RNG.normal(size=(n, 2)) + (n % 3) for n in (4, 9, 15, 20)]
+    model = KNeighborsClassifier(n_neighbors=k, device="cpu").fit(train, labels)
+    expected = brute_force(train, labels, queries, k, ref.dtw)
+    np.testing.assert_array_equal(model.predict(queries), expected)
+    proba = model.predict_proba(queries)
+    assert proba.shape == (4, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    distances, indices = model.kneighbors(queries)
+    reference = ref.matrix(queries, train, ref.dtw)
+    np.testing.assert_allclose(
+        distances, np.take_along_axis(reference, indices, axis=1), rtol=1e-12
+    )
+    assert np.all(np.diff(distances, axis=1) >= 0)
+
+
+def test_gunpoint_accuracy_and_score():
+    X, y = timewarp.load(DATA / "GunPoint_TRAIN.ts")
+    Xt, yt = timewarp.load(DATA / "GunPoint_TEST.ts")
+    model = KNeighborsClassifier(metric="dtw", device="cpu").fit(X, y)
+    score = model.score(Xt[:60], yt[:60])
+    predicted = model.predict(Xt[:60])
+    assert score == pytest.approx(np.mean(predicted == yt[:60]))
+    # 1-NN DTW on GunPoint is about 91% accurate (UCR archive); a broken
+    # distance or vote lands near chance (50%).
+    assert score > 0.8
+
+
+def test_distance_weights_and_labels_of_any_type():
+    train = RNG.normal(size=(6, 10))
+    labels = np.array(["b", "a", "b", "c", "a", "c"])
+    model = KNeighborsClassifier(n_neighbors=3, weights="distance", device="cpu")
+    model.fit(train, labels)
+    assert list(model.classes_) == ["a", "b", "c"]
+    # A query equal to a training series takes that series' label alone.
+    np.testing.assert_array_equal(model.predict(train), labels)
+    np.testing.assert_array_equal(model.predict_proba(train[:1])[0], [0.0, 1.0, 0.0])
+
+
+def test_estimator_api():
+    model = KNeighborsClassifier(n_neighbors=2, metric="twed", nu=0.1)
+    params = model.get_params()
+    assert params["n_neighbors"] == 2 and params["metric"] == "twed" and params["nu"] == 0.1
+    model.set_params(n_neighbors=1, metric="soft_dtw", gamma=0.5)
+    assert model.n_neighbors == 1 and model.gamma == 0.5
+    try:
+        from sklearn.base import clone
+    except ImportError:
+        return
+    copy = clone(model)
+    assert copy.get_params() == model.get_params()
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda: KNeighborsClassifier(n_neighbors=0).fit(np.zeros((2, 3)), [0, 1]), "n_neighbors"),
+        (lambda: KNeighborsClassifier(n_neighbors=3).fit(np.zeros((2, 3)), [0, 1]), "n_neighbors"),
+        (lambda: KNeighborsClassifier(weights="x").fit(np.zeros((2, 3)), [0, 1]), "weights"),
+        (lambda: KNeighborsClassifier(metric="x").fit(np.zeros((2, 3)), [0, 1]), "metric"),
+        (lambda: KNeighborsClassifier().fit(np.zeros((2, 3)), [0, 1, 2]), "one label each"),
+        (lambda: KNeighborsClassifier().predict(np.zeros((2, 3))), "not fitted"),
+        (
+            lambda: (
+                KNeighborsClassifier(device="cpu")
+                .fit(np.ones((2, 3)), [0, 1])
+                .predict(np.ones((2, 3, 2)))
+            ),
+            "dimension",
+        ),
+    ],
+)
+def test_bad_use_is_a_timewarp_error(make, match):
+    with pytest.raises(TimewarpError, match=match):
+        make()

@@ -1,0 +1,79 @@
+"""timewarp: elastic time-series distances (DTW, TWED, Soft-DTW) on NVIDIA
+GPUs and the CPU, with kernels written in Rust.
+
+    >>> import numpy as np, timewarp
+    >>> x = np.random.default_rng(0).normal(size=(100, 128))
+    >>> d = timewarp.cdist(x, metric="dtw")  # 100 x 100, on the GPU if there is one
+
+`cdist`, `distance`, `soft_dtw` (differentiable for torch tensors),
+`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `load`, `info`.
+Bad input raises `TimewarpError` (a `ValueError`). Conventions against
+tslearn and aeon: docs/python.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ._core import (
+    cdist,
+    distance,
+    gpu_available,
+    info,
+    load,
+    soft_dtw_gradient,
+    soft_dtw_values,
+)
+from ._inputs import is_torch_tensor
+from ._timewarp import TimewarpError, __version__
+from .neighbors import KNeighborsClassifier
+
+__all__ = [
+    "KNeighborsClassifier",
+    "SoftDTWLoss",
+    "TimewarpError",
+    "__version__",
+    "cdist",
+    "distance",
+    "gpu_available",
+    "info",
+    "load",
+    "soft_dtw",
+    "soft_dtw_gradient",
+]
+
+
+def soft_dtw(
+    x: Any,
+    y: Any,
+    *,
+    gamma: float = 1.0,
+    band: Optional[int] = None,
+    normalize: bool = False,
+    device: str = "auto",
+    precision: Optional[str] = None,
+):
+    """Paired Soft-DTW: ``sdtw(x[k], y[k])`` for batches ``(batch, length)``
+    or ``(batch, length, dims)`` (or lists of series), shape ``(batch,)``.
+    For torch tensors the result is differentiable in both inputs; numpy in,
+    numpy values out (`soft_dtw_gradient` gives their gradients).
+    `normalize=True`: the soft-DTW divergence
+    ``sdtw(x, y) - (sdtw(x, x) + sdtw(y, y)) / 2``."""
+    if is_torch_tensor(x):
+        from ._torch import soft_dtw_torch
+
+        return soft_dtw_torch(
+            x, y, gamma=gamma, band=band, normalize=normalize, device=device, precision=precision
+        )
+    return soft_dtw_values(
+        x, y, gamma=gamma, band=band, normalize=normalize, device=device, precision=precision
+    )
+
+
+def __getattr__(name: str):
+    # torch is imported only when its loss is asked for.
+    if name == "SoftDTWLoss":
+        from ._torch import SoftDTWLoss
+
+        return SoftDTWLoss
+    raise AttributeError(f"module 'timewarp' has no attribute {name!r}")

@@ -1,0 +1,150 @@
+"""k-nearest-neighbour classification under an elastic distance, with
+scikit-learn's estimator API."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _inputs
+from ._core import _band, _float, _metric
+from ._timewarp import Resident, TimewarpError
+
+try:  # scikit-learn's base classes when it is installed (clone, pipelines, grid search)
+    from sklearn.base import BaseEstimator, ClassifierMixin
+except ImportError:  # the same get_params/set_params/score without it
+
+    class BaseEstimator:  # type: ignore[no-redef]
+        def get_params(self, deep: bool = True) -> dict:
+            import inspect
+
+            names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+            return {name: getattr(self, name) for name in names}
+
+        def set_params(self, **params: Any) -> BaseEstimator:
+            valid = self.get_params()
+            for name, value in params.items():
+                if name not in valid:
+                    raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}")
+                setattr(self, name, value)
+            return self
+
+        def __repr__(self) -> str:
+            params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+            return f"{type(self).__name__}({params})"
+
+    class ClassifierMixin:  # type: ignore[no-redef]
+        _estimator_type = "classifier"
+
+        def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+            predicted = self.predict(X)
+            correct = (np.asarray(predicted) == np.asarray(y)).astype(float)
+            return float(np.average(correct, weights=sample_weight))
+
+
+class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
+    """k-NN under DTW, TWED or Soft-DTW. `fit` keeps the training series
+    resident where they are compared (on the GPU when `device` picks one),
+    so every `predict` moves only its queries.
+
+    weights: ``"uniform"`` (each of the k neighbours one vote) or
+    ``"distance"`` (votes weighted by 1/distance; an exact match takes the
+    vote alone). Ties between classes go to the class that sorts first.
+    """
+
+    def __init__(
+        self,
+        n_neighbors: int = 1,
+        metric: str = "dtw",
+        weights: str = "uniform",
+        gamma: float = 1.0,
+        band: Optional[int] = None,
+        nu: float = 0.001,
+        lmbda: float = 1.0,
+        degree: float = 2.0,
+        device: str = "auto",
+        precision: Optional[str] = None,
+    ) -> None:
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.weights = weights
+        self.gamma = gamma
+        self.band = band
+        self.nu = nu
+        self.lmbda = lmbda
+        self.degree = degree
+        self.device = device
+        self.precision = precision
+
+    def fit(self, X: Any, y: Any) -> KNeighborsClassifier:
+        if not isinstance(self.n_neighbors, (int, np.integer)) or self.n_neighbors < 1:
+            raise TimewarpError(f"n_neighbors = {self.n_neighbors!r}: must be an integer >= 1")
+        if self.weights not in ("uniform", "distance"):
+            raise TimewarpError(f"weights {self.weights!r}: expected 'uniform' or 'distance'")
+        _metric(self.metric)
+        train = _inputs.batch(X, "X")
+        labels = np.asarray(y.cpu() if hasattr(y, "cpu") else y)
+        if labels.ndim != 1 or len(labels) != train.count:
+            raise TimewarpError(
+                f"y has shape {labels.shape} but X has {train.count} series: one label each"
+            )
+        if self.n_neighbors > train.count:
+            raise TimewarpError(
+                f"n_neighbors = {self.n_neighbors} but only {train.count} training series"
+            )
+        self.classes_, self._encoded = np.unique(labels, return_inverse=True)
+        self._dtype = _inputs.common_dtype(self.precision, train)
+        where = _inputs.device_for(self.device, train)
+        self._resident = Resident(_inputs.cast(train, self._dtype), where)
+        self.n_features_in_ = None
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_resident"):
+            raise TimewarpError("this KNeighborsClassifier is not fitted yet: call fit first")
+
+    def _distances(self, X: Any) -> np.ndarray:
+        self._check_fitted()
+        queries = _inputs.batch(X, "X")
+        return self._resident.cdist(
+            _inputs.cast(queries, self._dtype),
+            _metric(self.metric),
+            _float("gamma", self.gamma),
+            _band(self.band),
+            _float("nu", self.nu),
+            _float("lmbda", self.lmbda),
+            _float("degree", self.degree),
+        )
+
+    def kneighbors(self, X: Any, n_neighbors: Optional[int] = None, return_distance: bool = True):
+        """Indices of the nearest training series of each query (nearest
+        first, ties by index), and their distances."""
+        k = self.n_neighbors if n_neighbors is None else n_neighbors
+        distances = self._distances(X)
+        if not 1 <= k <= distances.shape[1]:
+            raise TimewarpError(f"n_neighbors = {k}: must be between 1 and {distances.shape[1]}")
+        indices = np.argsort(distances, axis=1, kind="stable")[:, :k]
+        if not return_distance:
+            return indices
+        return np.take_along_axis(distances, indices, axis=1), indices
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        distances, indices = self.kneighbors(X)
+        votes = self._encoded[indices]
+        if self.weights == "uniform":
+            weight = np.ones_like(distances, dtype=np.float64)
+        else:
+            with np.errstate(divide="ignore"):
+                weight = 1.0 / distances.astype(np.float64)
+            exact = np.isinf(weight)
+            rows = exact.any(axis=1)
+            weight[rows] = exact[rows].astype(np.float64)
+        proba = np.zeros((len(votes), len(self.classes_)))
+        for column in range(votes.shape[1]):
+            np.add.at(proba, (np.arange(len(votes)), votes[:, column]), weight[:, column])
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def predict(self, X: Any) -> np.ndarray:
+        self._check_fitted()
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
