@@ -36,6 +36,9 @@ pub enum Error {
         line: Option<usize>,
         message: String,
     },
+    /// The computation was stopped by [`crate::interrupt`] (e.g. Ctrl-C).
+    #[error("interrupted")]
+    Interrupted,
     /// A file that cannot be read or written.
     #[error("{}: {source}", path.display())]
     Io {

@@ -44,6 +44,7 @@ mod error;
 mod float;
 pub mod formats;
 pub mod gpu;
+mod interrupt;
 mod lanes;
 pub mod lockstep;
 mod metric;
@@ -62,6 +63,7 @@ pub use api::{
 pub use backend::Backend;
 pub use error::{Error, Result};
 pub use float::{Float, Precision};
+pub use interrupt::interrupt;
 pub use lanes::{exp_lanes, ln_lanes, LaneReal, Lanes};
 pub use metric::{Dtw, Metric, SoftDtw, Twed};
 pub use options::{ComputeOptions, Device, Variant};

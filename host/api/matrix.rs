@@ -5,6 +5,7 @@ use super::finite::check_finite;
 use super::soft_dtw::soft_dtw_pairs;
 use crate::cpu::{self, CpuMeasure};
 use crate::gpu::{self, KernelParams};
+use crate::interrupt;
 use crate::resident::Storage;
 use crate::{
     Backend, ComputeOptions, Device, Error, Float, Metric, ResidentSet, Result, SeriesSet, SoftDtw,
@@ -64,6 +65,7 @@ pub fn distance_matrix<T: Float>(
         check_dims(a.dims(), b.dims())?;
     }
     let backend = Backend::resolve(options.device)?;
+    let running = interrupt::Running::start();
     let matrix = with_params!(T, metric, params => run(backend, options, params, a, b))?;
     let matrix = match metric {
         Metric::SoftDtw(soft) if soft.is_divergence() => {
@@ -71,6 +73,8 @@ pub fn distance_matrix<T: Float>(
         }
         _ => matrix,
     };
+    interrupt::check()?;
+    drop(running);
     check_finite(standard(&matrix), backend.is_gpu())?;
     Ok(matrix)
 }
@@ -137,6 +141,7 @@ pub fn distance_matrix_resident<T: Float>(
         ));
     }
     let budget = options.gpu_memory_budget;
+    let running = interrupt::Running::start();
     let matrix = with_params!(T, metric, params => match (&database.storage, backend) {
         (Storage::Gpu(set), Backend::Gpu(gpu)) => {
             let variant = gpu::resident_variant(options.gpu_variant)?;
@@ -145,6 +150,8 @@ pub fn distance_matrix_resident<T: Float>(
         (Storage::Host(set), _) => Ok(cpu::matrix(queries, Some(set), &params)),
         (Storage::Gpu(_), Backend::Cpu) => unreachable!("a GPU set computes on the GPU"),
     })?;
+    interrupt::check()?;
+    drop(running);
     check_finite(standard(&matrix), backend.is_gpu())?;
     Ok(matrix)
 }

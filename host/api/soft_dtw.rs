@@ -26,6 +26,7 @@
 
 use super::finite::check_finite;
 use crate::gpu::{self, DeviceSeriesSet, Gpu};
+use crate::interrupt;
 use crate::resident::Stored;
 use crate::results::PairedGradients;
 use crate::{
@@ -154,6 +155,7 @@ impl<'a, T: Float> Paired<'a, T> {
     ) -> Result<Vec<T>> {
         let budget = options.gpu_memory_budget;
         let variant = options.gpu_variant;
+        let running = interrupt::Running::start();
         let values = match *self {
             Paired::Cpu(x, y) if divergence => {
                 let (a, b) = divergence_batches(x, y)?;
@@ -167,6 +169,8 @@ impl<'a, T: Float> Paired<'a, T> {
                 gpu::paired_values_resident(gpu, variant, params, (x, y), divergence, budget)?
             }
         };
+        interrupt::check()?;
+        drop(running);
         check_finite(&values, self.on_gpu())?;
         Ok(values)
     }
@@ -180,6 +184,7 @@ impl<'a, T: Float> Paired<'a, T> {
         options: &ComputeOptions,
     ) -> Result<PairedGradients<T>> {
         let budget = options.gpu_memory_budget;
+        let running = interrupt::Running::start();
         let result = match *self {
             Paired::Cpu(x, y) => cpu_gradients(x, y, params, divergence, with_y)?,
             Paired::Gpu(gpu, x, y) => {
@@ -189,6 +194,8 @@ impl<'a, T: Float> Paired<'a, T> {
                 gpu::paired_gradient_resident(gpu, params, (x, y), divergence, with_y, budget)?
             }
         };
+        interrupt::check()?;
+        drop(running);
         check_finite(&result.values, self.on_gpu())?;
         let gradients = [&result.grad_y, &result.grad_xx, &result.grad_yy];
         let others = gradients.into_iter().filter_map(Option::as_ref);

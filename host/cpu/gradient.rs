@@ -1,6 +1,7 @@
 //! The Soft-DTW gradient of paired batches on the CPU: the GPU's gradient
 //! kernel's stencil driver, forward and backward, on one thread a pair.
 
+use crate::interrupt;
 use crate::lockstep::SingleThread;
 use crate::results::Gradients;
 use crate::{Float, SeriesSet};
@@ -77,6 +78,10 @@ pub(crate) fn paired_gradient<T: Float, R: Differentiable<T> + Sync>(
             let (x, y) = unsafe { (a_ref.series(k), b_ref.series(k)) };
             let mut grad_a = vec![T::ZERO; x.len * dims];
             let mut grad_b = vec![T::ZERO; if with_b { y.len * dims } else { 0 }];
+            // Interrupted: the caller discards the result.
+            if interrupt::requested() {
+                return (T::ZERO, grad_a, grad_b);
+            }
             let grad_b_ref = with_b.then_some(grad_b.as_mut_slice());
             // SAFETY: the gradients have the series' sizes.
             let value = unsafe { one_gradient(measure, &x, &y, scratch, &mut grad_a, grad_b_ref) };

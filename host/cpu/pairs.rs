@@ -5,6 +5,7 @@ use super::one_pair::{buffer_len, one_pair};
 use super::units::{
     lockstep_available, lockstep_pair_values, CpuMeasure, LOCKSTEP_BYTES, LOCKSTEP_MIN,
 };
+use crate::interrupt;
 use crate::{Float, SeriesSet};
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -48,6 +49,10 @@ fn pair_values<T: Float, R: CpuMeasure<T>>(
         .map_init(
             || vec![T::ZERO; len],
             |buffer, k| {
+                // Interrupted: the caller discards the result.
+                if interrupt::requested() {
+                    return T::ZERO;
+                }
                 let (i, j) = pair(k);
                 // SAFETY: pair(k) indexes the batches, which outlive this
                 // call; the buffer fits their longest series.

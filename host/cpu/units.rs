@@ -3,6 +3,7 @@
 //! rayon's threads.
 
 use super::one_pair::{buffer_len, narrow_window, one_pair};
+use crate::interrupt;
 use crate::lanes::Lanes;
 use crate::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep};
 use crate::Float;
@@ -186,6 +187,10 @@ pub(super) fn lockstep_pair_values<T: Float, R: CpuMeasure<T>, const K: usize>(
             |(single, lanes), unit| {
                 let pairs = &order[unit.start..unit.start + unit.len];
                 let mut values = [T::ZERO; K];
+                // Interrupted: the caller discards the result.
+                if interrupt::requested() {
+                    return values;
+                }
                 let (x, y) = series(pairs[0]);
                 let narrow = narrow_window(measure, (x.len, y.len), NARROW_FOR_LOCKSTEP);
                 if unit.len >= LOCKSTEP_MIN && !narrow {

@@ -17,6 +17,7 @@ use super::layout::{copy_threads, Image, PARALLEL_COPY_BYTES};
 use super::plan::matrix::STAGING_BYTES;
 use super::plan::matrix::{Plan, Side, Sizes, Tile};
 use super::staging::Pinned;
+use crate::interrupt;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{
     result as driver, sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
@@ -269,7 +270,10 @@ impl<'g, T: Float> Pipeline<'g, T> {
             let result = upload
                 .tiles
                 .into_iter()
-                .try_for_each(|tile| self.submit(kernel, params, rows, cols, tile, out))
+                .try_for_each(|tile| {
+                    interrupt::check()?;
+                    self.submit(kernel, params, rows, cols, tile, out)
+                })
                 .and_then(|()| self.drain(out));
             if result.is_err() {
                 self.wait_all();

@@ -118,23 +118,22 @@ pub fn cases() -> &'static [Case] {
         for dims in [1, 2] {
             let a = random_timed_set(&mut rng, &[1, 50, 7], dims, 1.0);
             let b = random_timed_set(&mut rng, &[50, 7, 1, 3], dims, 1.0);
-            cases.push(case(
-                format!("timestamps, {dims} dims"),
-                a,
-                b,
-                every_metric(),
-            ));
+            cases.push(Case {
+                itself: true,
+                ..case(format!("timestamps, {dims} dims"), a, b, every_metric())
+            });
         }
         // Around a lane stripe and a warp's columns (32 x 1, 4, 8, 16) and
-        // tile heights (256, 512 rows), in both roles.
+        // tile heights (256, 512 rows), in both roles; timed (TWED reads
+        // the timestamps at the edges too).
         for dims in [1, 3] {
-            let a = random_set(
+            let a = random_timed_set(
                 &mut rng,
                 &[1, 31, 33, 127, 129, 256, 257, 513, 1000],
                 dims,
                 1.0,
             );
-            let b = random_set(&mut rng, &[2, 32, 128, 255, 511, 512, 1025], dims, 1.0);
+            let b = random_timed_set(&mut rng, &[2, 32, 128, 255, 511, 512, 1025], dims, 1.0);
             let metrics = vec![
                 Dtw::new().into(),
                 Dtw::with_band(5).into(),
@@ -185,6 +184,7 @@ pub fn cases() -> &'static [Case] {
             ];
             cases.push(Case {
                 f64_only,
+                itself: true,
                 ..case(format!("values scaled by {scale:e}"), a, b, metrics)
             });
         }
@@ -405,15 +405,130 @@ fn gpu_agrees_with_cpu_on_gunpoint() {
         return;
     };
     let set = gunpoint(50, "GunPoint_TRAIN.ts");
+    let variants = [
+        None,
+        Some(Variant::Naive),
+        Some(Variant::Warp),
+        Some(Variant::Tiled),
+        Some(Variant::TiledLaunches),
+    ];
     for metric in every_metric() {
-        let here = distance_matrix(&set, None, metric, &gpu_options(None)).unwrap();
         let cpu = distance_matrix(&set, None, metric, &ComputeOptions::on(Device::Cpu)).unwrap();
-        for (x, y) in here.iter().zip(cpu.iter()) {
-            assert!(
-                (x - y).abs() <= 1e-12 * y.abs().max(1e-300),
-                "{metric:?}: {x} vs {y}"
-            );
+        for variant in variants {
+            let here = distance_matrix(&set, None, metric, &gpu_options(variant)).unwrap();
+            for (x, y) in here.iter().zip(cpu.iter()) {
+                assert!(
+                    (x - y).abs() <= 1e-12 * y.abs().max(1e-300),
+                    "{variant:?} {metric:?}: {x} vs {y}"
+                );
+            }
         }
+    }
+}
+
+/// The variants of a thread a pair on series longer than the shapes of
+/// `check_cases` give them (`THREAD_A_PAIR_MAX_LEN`): one pair of each
+/// measure, both precisions, and TWED in 28 dimensions on `naive`.
+#[test]
+fn gpu_thread_a_pair_variants_on_longer_series() {
+    let Some(_timed) = on_gpu("matrix::gpu_thread_a_pair_variants_on_longer_series") else {
+        return;
+    };
+    let mut rng = rng(19);
+    let a = random_timed_set(&mut rng, &[300], 2, 1.0);
+    let b = random_timed_set(&mut rng, &[290], 2, 1.0);
+    let metrics: Vec<Metric> = vec![
+        Dtw::new().into(),
+        Dtw::with_band(20).into(),
+        SoftDtw::new(0.5).unwrap().into(),
+        Twed::new(0.5, 1.0, 2.0).unwrap().into(),
+    ];
+    let (a32, b32) = (a.cast::<f32>().unwrap(), b.cast::<f32>().unwrap());
+    for variant in [Variant::Naive, Variant::Local, Variant::Shared] {
+        let options = gpu_options(Some(variant));
+        for &metric in &metrics {
+            let context = format!("300 x 290, {variant}");
+            let got = distance_matrix(&a, Some(&b), metric, &options).unwrap();
+            assert_matches_oracle(&got, &a, &b, metric, &context);
+            let got = distance_matrix(&a32, Some(&b32), metric, &options).unwrap();
+            assert_matches_oracle(&got, &a32, &b32, metric, &context);
+        }
+    }
+    let a = random_timed_set(&mut rng, &[200], 28, 1.0);
+    let b = random_timed_set(&mut rng, &[257], 28, 1.0);
+    let twed: Metric = Twed::new(0.5, 1.0, 3.0).unwrap().into();
+    let got = distance_matrix(&a, Some(&b), twed, &gpu_options(Some(Variant::Naive))).unwrap();
+    assert_matches_oracle(&got, &a, &b, twed, "TWED in 28 dimensions, naive");
+}
+
+/// The long-pair variants, pair after pair, under a budget that cuts their
+/// workspaces into pieces give what they give whole; a budget that holds
+/// no pair's workspace is an error naming the pair's size.
+#[test]
+fn gpu_long_pair_variants_in_pieces() {
+    let Some(_timed) = on_gpu("matrix::gpu_long_pair_variants_in_pieces") else {
+        return;
+    };
+    let mut rng = rng(20);
+    let a = random_set(&mut rng, &[1, 45, 300, 17], 2, 1.0);
+    let b = random_set(&mut rng, &[60, 2, 257], 2, 1.0);
+    let metrics: Vec<Metric> = vec![
+        Dtw::new().into(),
+        SoftDtw::new(1.0).unwrap().with_band(4).into(),
+        Twed::default().into(),
+    ];
+    for variant in [Variant::Tiled, Variant::TiledLaunches] {
+        let options = gpu_options(Some(variant));
+        let tight = ComputeOptions {
+            gpu_memory_budget: Some(16 * 1024),
+            ..options
+        };
+        for &metric in &metrics {
+            let whole = distance_matrix(&a, Some(&b), metric, &options).unwrap();
+            let pieces = distance_matrix(&a, Some(&b), metric, &tight).unwrap();
+            assert_eq!(whole, pieces, "{variant} {metric:?}: pieces differ");
+        }
+        let too_small = ComputeOptions {
+            gpu_memory_budget: Some(64),
+            ..options
+        };
+        let dtw: Metric = Dtw::new().into();
+        let error = distance_matrix(&a, Some(&b), dtw, &too_small).unwrap_err();
+        assert!(error.to_string().contains("bytes"), "{variant}: {error}");
+    }
+}
+
+/// The stencil driver computes each cell with the warp driver's
+/// arithmetic: in f64 the same bits for every measure, in f32 for Soft-DTW
+/// and TWED (DTW's f32 cells may take their minimum in another order).
+#[test]
+fn gpu_stencil_equals_warp() {
+    let Some(_timed) = on_gpu("matrix::gpu_stencil_equals_warp") else {
+        return;
+    };
+    let mut rng = rng(21);
+    let a = random_set(&mut rng, &[1, 33, 100, 7], 2, 1.0);
+    let b = random_set(&mut rng, &[64, 2, 129], 2, 1.0);
+    let (stencil, warp) = (
+        gpu_options(Some(Variant::Stencil)),
+        gpu_options(Some(Variant::Warp)),
+    );
+    let soft_and_twed: Vec<Metric> = vec![
+        SoftDtw::new(0.5).unwrap().into(),
+        SoftDtw::new(0.5).unwrap().with_band(3).into(),
+        Twed::default().into(),
+    ];
+    let every: Vec<Metric> = every_metric();
+    let (a32, b32) = (a.cast::<f32>().unwrap(), b.cast::<f32>().unwrap());
+    for &metric in &every {
+        let one = distance_matrix(&a, Some(&b), metric, &stencil).unwrap();
+        let other = distance_matrix(&a, Some(&b), metric, &warp).unwrap();
+        assert_eq!(one, other, "f64 {metric:?}");
+    }
+    for &metric in &soft_and_twed {
+        let one = distance_matrix(&a32, Some(&b32), metric, &stencil).unwrap();
+        let other = distance_matrix(&a32, Some(&b32), metric, &warp).unwrap();
+        assert_eq!(one, other, "f32 {metric:?}");
     }
 }
 
@@ -441,6 +556,16 @@ fn gpu_local_and_shared_capacities() {
         "{message}"
     );
     assert!(distance_matrix(&long, None, dtw, &local).is_err());
+    let (long32, short32) = (long.cast::<f32>().unwrap(), short.cast::<f32>().unwrap());
+    let got = distance_matrix(&long32, Some(&short32), dtw, &local).unwrap();
+    assert_matches_oracle(
+        &got,
+        &long32,
+        &short32,
+        dtw,
+        "a longer than local rows, f32",
+    );
+    assert!(distance_matrix(&short32, Some(&long32), dtw, &local).is_err());
     // f64 rows of 6001 values: 96 KiB a thread, two threads a block (227
     // KiB opt-in on H100/H200).
     let shared = gpu_options(Some(Variant::Shared));
