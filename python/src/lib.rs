@@ -30,6 +30,69 @@ fn invalid(message: impl Into<String>) -> PyErr {
     TimewarpError::new_err(message.into())
 }
 
+/// Work of more cells than this runs on a thread of its own, so that
+/// Ctrl-C can stop it; less finishes sooner than the thread would start.
+const INTERRUPTIBLE_CELLS: f64 = 1e7;
+
+/// `work` (of about `cells` cells) with the GIL released. Large work runs
+/// on a thread of its own while this one checks every 50 ms for a signal
+/// (Ctrl-C): then the computation is asked to stop at its next tile
+/// (`timewarp::interrupt`), and the signal's exception (KeyboardInterrupt)
+/// is raised once it has.
+fn compute<T: Send>(
+    py: Python<'_>,
+    cells: f64,
+    work: impl FnOnce() -> timewarp::Result<T> + Send,
+) -> PyResult<T> {
+    if cells < INTERRUPTIBLE_CELLS {
+        return py.detach(work).map_err(py_error);
+    }
+    std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::channel();
+        // Shared with the closures that wait without the GIL.
+        let finished = std::sync::Mutex::new(finished);
+        let wait = |timeout: Option<std::time::Duration>| {
+            let finished = finished
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match timeout {
+                Some(timeout) => finished.recv_timeout(timeout),
+                None => finished
+                    .recv()
+                    .map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+            }
+        };
+        scope.spawn(move || {
+            let _ = done.send(work());
+        });
+        loop {
+            let waited = py.detach(|| wait(Some(std::time::Duration::from_millis(50))));
+            match waited {
+                Ok(result) => return result.map_err(py_error),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Err(signal) = py.check_signals() {
+                        timewarp::interrupt();
+                        let _ = py.detach(|| wait(None));
+                        return Err(signal);
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(invalid("the computation's thread ended without a result"));
+                }
+            }
+        }
+    })
+}
+
+/// Cells of the matrices of `a` against `b` (or itself).
+fn cells<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>) -> f64 {
+    let a_samples = a.total_samples() as f64;
+    match b {
+        Some(b) => a_samples * b.total_samples() as f64,
+        None => a_samples * a_samples / 2.0,
+    }
+}
+
 /// A batch of series in one of the two precisions.
 enum Batch {
     F32(SeriesSet<f32>),
@@ -216,8 +279,10 @@ fn matrix<'py, T: Float + numpy::Element>(
     metric: Metric,
     options: &ComputeOptions,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let result = py.detach(|| timewarp::distance_matrix(a, b, metric, options));
-    Ok(result.map_err(py_error)?.into_pyarray(py).into_any())
+    let matrix = compute(py, cells(a, b), || {
+        timewarp::distance_matrix(a, b, metric, options)
+    })?;
+    Ok(matrix.into_pyarray(py).into_any())
 }
 
 /// Paired Soft-DTW: `sdtw(x_k, y_k)` for every `k`, and with `gradient` the
@@ -261,15 +326,15 @@ fn paired<'py, T: Float + numpy::Element>(
     gradient: bool,
     with_respect_to_y: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // About the cells of the pairs (every pair as long as the longest).
+    let cells = (x.len() * x.max_len() * y.max_len()) as f64;
     if !gradient {
-        let values = py
-            .detach(|| timewarp::soft_dtw_pairs(x, y, soft, options))
-            .map_err(py_error)?;
+        let values = compute(py, cells, || timewarp::soft_dtw_pairs(x, y, soft, options))?;
         return Ok(values.into_pyarray(py).into_any());
     }
-    let result = py
-        .detach(|| timewarp::soft_dtw_pairs_gradient(x, y, soft, options, with_respect_to_y))
-        .map_err(py_error)?;
+    let result = compute(py, cells, || {
+        timewarp::soft_dtw_pairs_gradient(x, y, soft, options, with_respect_to_y)
+    })?;
     let grad_x = gradients(py, result.grad_x_array(), result.grad_x)?;
     let grad_y = match result.grad_y {
         Some(grad_y) => {
@@ -477,14 +542,18 @@ impl Resident {
         let options = ComputeOptions::default();
         match (&self.set, batch(queries)?) {
             (ResidentBatch::F32(set), Batch::F32(queries)) => {
-                let result = py
-                    .detach(|| timewarp::distance_matrix_resident(&queries, set, metric, &options));
-                Ok(result.map_err(py_error)?.into_pyarray(py).into_any())
+                let cells = queries.total_samples() as f64 * set.total_samples() as f64;
+                let matrix = compute(py, cells, || {
+                    timewarp::distance_matrix_resident(&queries, set, metric, &options)
+                })?;
+                Ok(matrix.into_pyarray(py).into_any())
             }
             (ResidentBatch::F64(set), Batch::F64(queries)) => {
-                let result = py
-                    .detach(|| timewarp::distance_matrix_resident(&queries, set, metric, &options));
-                Ok(result.map_err(py_error)?.into_pyarray(py).into_any())
+                let cells = queries.total_samples() as f64 * set.total_samples() as f64;
+                let matrix = compute(py, cells, || {
+                    timewarp::distance_matrix_resident(&queries, set, metric, &options)
+                })?;
+                Ok(matrix.into_pyarray(py).into_any())
             }
             (_, queries) => Err(invalid(format!(
                 "the queries are {} but the resident series {}",

@@ -296,3 +296,26 @@ def test_the_gil_is_released_while_computing():
     # A thread that holds the GIL for the whole call lets the other tick at
     # most once or twice.
     assert elapsed < 0.05 or len(during) > 5, (elapsed, len(during))
+
+
+def test_ctrl_c_stops_a_long_computation():
+    import os
+    import signal
+    import threading
+    import time
+
+    # About 4e10 TWED cells: minutes on any CPU, so only an interrupt ends
+    # it within the bound below.
+    x = RNG.normal(size=(400, 1000))
+    threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        timewarp.cdist(x, metric="twed", device="cpu")
+    assert time.perf_counter() - start < 30
+    # The next computation is not interrupted.
+    small = RNG.normal(size=(3, 5))
+    np.testing.assert_allclose(
+        timewarp.cdist(small, device="cpu"),
+        ref.matrix(small, small, MEASURES["dtw"](None)),
+        rtol=1e-12,
+    )

@@ -136,12 +136,30 @@ def test_bad_tensor_inputs():
 # ---- CUDA tensors: read in place, gradients on the GPU --------------------
 
 
+def gradient_bound(x, y, values, gamma, grads):
+    """The f32 gradient's error bound of tests/suite/paired.rs:
+    `64 u (scale / gamma + 2 (n + m))` of the largest entry, where the
+    scale is the pair's DTW plus `gamma (n + m) ln 3` plus the value."""
+    u = 2.0**-24
+    bounds = []
+    for k in range(len(x)):
+        n, m = len(x[k]), len(y[k])
+        dtw = timewarp.distance(x[k], y[k], metric="dtw", device="cpu")
+        scale = dtw + gamma * 2 * (n + m) * np.log(3) + abs(values[k])
+        largest = max(np.abs(g[k]).max() for g in grads)
+        bounds.append(64 * u * (scale / gamma + 2 * (n + m)) * largest)
+    return np.array(bounds)
+
+
 @pytest.mark.parametrize("normalize", [False, True])
 @pytest.mark.parametrize("precision", ["float64", "float32"])
 @pytest.mark.parametrize(
     "shape", [((6, 33, 1), (6, 20, 1)), ((3, 1, 2), (3, 9, 2)), ((2, 300, 3), (2, 257, 3))]
 )
 def test_cuda_tensors_match_the_cpu(normalize, precision, shape):
+    """Float64: within 1e-10 relative of the CPU (the same recurrences,
+    summed in another order). Float32: values within 1e-4 relative, the
+    gradients within the bound of `gradient_bound`."""
     torch = need_cuda_torch()
     dtype = getattr(torch, precision)
     x, y = tensors(torch, shape[0], shape[1], dtype=dtype, device="cuda", seed=3)
@@ -149,17 +167,60 @@ def test_cuda_tensors_match_the_cpu(normalize, precision, shape):
     assert values.is_cuda and values.dtype == dtype
     values.sum().backward()
     assert x.grad.is_cuda and y.grad.is_cuda
-    xc, yc = x.detach().cpu().double(), y.detach().cpu().double()
+    xc, yc = x.detach().cpu().double().numpy(), y.detach().cpu().double().numpy()
     expected, grad_x, grad_y = timewarp.soft_dtw_gradient(
-        xc.numpy(), yc.numpy(), gamma=0.7, normalize=normalize, device="cpu"
+        xc, yc, gamma=0.7, normalize=normalize, device="cpu"
     )
-    rtol = 1e-10 if precision == "float64" else 1e-4
-    atol = 0.0 if precision == "float64" else 1e-4
+    got_x, got_y = x.grad.cpu().double().numpy(), y.grad.cpu().double().numpy()
+    if precision == "float64":
+        np.testing.assert_allclose(values.detach().cpu().numpy(), expected, rtol=1e-10)
+        np.testing.assert_allclose(got_x, grad_x, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(got_y, grad_y, rtol=1e-10, atol=1e-12)
+        return
+    np.testing.assert_allclose(values.detach().cpu().double().numpy(), expected, rtol=1e-4)
+    # The divergence's gradient sums three pairs' (a bound each).
+    bound = gradient_bound(xc, yc, expected, 0.7, (grad_x, grad_y)) * (3 if normalize else 1)
+    for got, want in ((got_x, grad_x), (got_y, grad_y)):
+        error = np.abs(got - want).reshape(len(got), -1).max(axis=1)
+        assert np.all(error <= bound), (error, bound)
+
+
+def test_cuda_sequences_longer_than_a_block():
+    """Series past 1024 samples (a CUDA block's threads), where the
+    gradient's rings leave shared memory: no launch failure, the CPU's
+    values and gradients."""
+    torch = need_cuda_torch()
+    x, y = tensors(torch, (2, 1500, 1), (2, 1300, 1), device="cuda", seed=5)
+    values = timewarp.soft_dtw(x, y, gamma=0.1)
+    values.sum().backward()
+    xc, yc = x.detach().cpu().numpy(), y.detach().cpu().numpy()
+    expected, grad_x, grad_y = timewarp.soft_dtw_gradient(xc, yc, gamma=0.1, device="cpu")
+    np.testing.assert_allclose(values.detach().cpu().numpy(), expected, rtol=1e-10)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), grad_x, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.grad.cpu().numpy(), grad_y, rtol=1e-10, atol=1e-12)
+
+
+def test_other_dlpack_gpu_arrays_go_through_torch():
+    torch = need_cuda_torch()
+    x = torch.randn(3, 20, device="cuda", dtype=torch.float64)
+
+    class Foreign:
+        """A GPU array of another framework, seen only through DLPack."""
+
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __dlpack__(self, **kwargs):
+            return self.tensor.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.tensor.__dlpack_device__()
+
+    got = timewarp.cdist(Foreign(x))
+    assert isinstance(got, torch.Tensor) and got.is_cuda
     np.testing.assert_allclose(
-        values.detach().cpu().double().numpy(), expected, rtol=rtol, atol=atol
+        got.cpu().numpy(), timewarp.cdist(x.cpu().numpy(), device="cpu"), rtol=1e-10
     )
-    np.testing.assert_allclose(x.grad.cpu().double().numpy(), grad_x, rtol=rtol, atol=atol or 1e-12)
-    np.testing.assert_allclose(y.grad.cpu().double().numpy(), grad_y, rtol=rtol, atol=atol or 1e-12)
 
 
 def test_cuda_values_only_and_banded():

@@ -94,6 +94,16 @@ def _to_numpy(value: Any) -> tuple[Any, Origin]:
     if isinstance(value, np.ndarray):
         return value, Origin("numpy")
     if hasattr(value, "__dlpack__") and not isinstance(value, (list, tuple)):
+        if _on_cuda(value):
+            # A GPU array of another framework: read through torch's view
+            # of it (no copy); results come back as torch tensors.
+            try:
+                import torch
+            except ImportError:
+                raise TimewarpError(
+                    f"a {type(value).__name__} in GPU memory needs torch to be read"
+                ) from None
+            return _to_numpy(torch.from_dlpack(value))
         try:
             return np.from_dlpack(value), Origin("numpy")
         except (BufferError, RuntimeError, TypeError) as error:
@@ -101,6 +111,15 @@ def _to_numpy(value: Any) -> tuple[Any, Origin]:
                 f"cannot read a {type(value).__name__} through DLPack on the host: {error}"
             ) from None
     return value, Origin("numpy")
+
+
+def _on_cuda(value: Any) -> bool:
+    """Whether a `__dlpack__` object lives in CUDA memory (DLPack device
+    types 2, CUDA, and 13, CUDA managed)."""
+    try:
+        return value.__dlpack_device__()[0] in (2, 13)
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def _torch():
