@@ -271,9 +271,12 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     };
     let store_offsets = stream.clone_htod(&store_offsets).map_err(gpu_error)?;
     let offsets_base = store_offsets.device_ptr(stream).0;
-    let workspace = stream
-        .alloc_zeros::<T>((store_len + ring_values).max(1))
-        .map_err(gpu_error)?;
+    // SAFETY: uninitialised, as the drivers read no cell of the store or
+    // the rings before writing it: the forward pass writes every interior
+    // cell (outside the band as infinity) before the backward pass reads
+    // it, and each anti-diagonal of the rings before the next reads it.
+    let workspace =
+        unsafe { stream.alloc::<T>((store_len + ring_values).max(1)) }.map_err(gpu_error)?;
     let store = workspace.device_ptr(stream).0;
     let rings = store + (store_len * size_of::<T>()) as u64;
     let id = KernelId::new(P::MEASURE, Driver::Gradient, false, T::PRECISION);
