@@ -26,7 +26,19 @@ impl<T: Float> SeriesSet<T> {
 
     /// A batch of multivariate series of equal length: `n_series x length x dims`.
     pub fn from_multivariate(batch: ArrayView3<T>) -> Result<Self> {
-        Self::from_series(batch.outer_iter())
+        let (count, len, dims) = batch.dim();
+        // A contiguous batch of valid shape in one copy; anything else (and
+        // every error) through `from_series`.
+        let valid_shape = count > 0 && len > 0 && dims > 0 && len <= u32::MAX as usize;
+        match batch.as_slice() {
+            Some(values) if valid_shape && crate::float::all_finite(values) => Ok(Self {
+                values: values.to_vec(),
+                offsets: (0..=count).map(|k| (k * len) as u64).collect(),
+                times: None,
+                dims,
+            }),
+            _ => Self::from_series(batch.outer_iter()),
+        }
     }
 
     /// A ragged batch: each item is one series, `length x dims`; lengths may
@@ -35,8 +47,10 @@ impl<T: Float> SeriesSet<T> {
     where
         I: IntoIterator<Item = ArrayView2<'a, T>>,
     {
+        let series = series.into_iter();
         let mut values = Vec::new();
-        let mut offsets = vec![0u64];
+        let mut offsets = Vec::with_capacity(series.size_hint().0 + 1);
+        offsets.push(0u64);
         let mut dims = None;
         for (index, s) in series.into_iter().enumerate() {
             let (len, d) = s.dim();
@@ -64,15 +78,18 @@ impl<T: Float> SeriesSet<T> {
                 }
                 _ => {}
             }
-            for (t, sample) in s.outer_iter().enumerate() {
-                for (k, &v) in sample.iter().enumerate() {
-                    if !v.is_finite() {
-                        return Err(Error::InvalidInput(format!(
-                            "series {index}, sample {t}, dimension {k} is {v} (values must be finite)"
-                        )));
-                    }
-                    values.push(v);
-                }
+            // Copied whole (a contiguous series in one copy), then checked;
+            // the position of a bad value is found only when there is one.
+            let start = values.len();
+            match s.as_slice() {
+                Some(slice) => values.extend_from_slice(slice),
+                None => values.extend(s.iter().copied()),
+            }
+            if let Some(at) = values[start..].iter().position(|v| !v.is_finite()) {
+                let (t, k, v) = (at / d, at % d, values[start + at]);
+                return Err(Error::InvalidInput(format!(
+                    "series {index}, sample {t}, dimension {k} is {v} (values must be finite)"
+                )));
             }
             offsets.push(offsets.last().unwrap() + len as u64);
         }
