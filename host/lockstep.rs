@@ -7,7 +7,7 @@
 use crate::lanes::{LaneReal, Lanes};
 use timewarp_kernels::drivers::stencil::{ring_len, stencil_value, VALUE_RINGS};
 use timewarp_kernels::hw::ThreadBlock;
-use timewarp_kernels::{Real, Recurrence, Series, SoftDtwParams};
+use timewarp_kernels::{Neighbours, Real, Recurrence, Series, SoftDtwParams, TwedParams};
 
 /// A thread block of one thread whose "shared memory" is a buffer of the
 /// caller's: the stencil driver in anti-diagonal order on the CPU.
@@ -54,6 +54,21 @@ impl<T: LaneReal, const K: usize> Lockstep<T, K> for SoftDtwParams<T> {
     }
 }
 
+/// TWED's cell update and its rows' and columns' deletion costs are generic
+/// over [`Real`] too: over lanes, the same code with the parameters in
+/// every lane.
+impl<T: LaneReal, const K: usize> Lockstep<T, K> for TwedParams<T> {
+    type Lanes = TwedParams<Lanes<T, K>>;
+    #[inline(always)]
+    fn lanes(&self) -> Self::Lanes {
+        TwedParams {
+            nu: Lanes::splat(self.nu),
+            lambda: Lanes::splat(self.lambda),
+            degree: Lanes::splat(self.degree),
+        }
+    }
+}
+
 /// Lanes [`lockstep_values`] needs in its buffer for pairs of `n x m`
 /// samples of `dims` values.
 pub fn lockstep_buffer_len(n: usize, m: usize, dims: usize) -> usize {
@@ -71,6 +86,10 @@ pub fn lockstep_buffer_len(n: usize, m: usize, dims: usize) -> usize {
 /// processor overlaps one cell's exponentials with the next cell's, which
 /// is faster than the row driver with the same lanes (docs/algorithms.md).
 ///
+/// With `precomputed_rows`, the measure's rows and columns are computed
+/// once into arrays before the driver runs, which pays where they are
+/// costly (TWED) and costs where they are a sample (DTW, Soft-DTW).
+///
 /// # Safety
 /// `buffer` holds [`lockstep_buffer_len`] lanes, not aliased while this
 /// runs; the series are non-empty, valid and of one shape as above.
@@ -80,6 +99,7 @@ pub unsafe fn lockstep_values<T: LaneReal, M: Recurrence<Lanes<T, K>>, const K: 
     a: &[Series<T>; K],
     b: &[Series<T>; K],
     buffer: *mut Lanes<T, K>,
+    precomputed_rows: bool,
 ) -> [T; K] {
     let (n, m, dims) = (a[0].len, b[0].len, a[0].dims);
     let a_lanes = interleave(a, buffer);
@@ -88,9 +108,33 @@ pub unsafe fn lockstep_values<T: LaneReal, M: Recurrence<Lanes<T, K>>, const K: 
     let block = SingleThread {
         memory: ring as *mut u8,
     };
+    if !precomputed_rows {
+        return stencil_value(
+            &block,
+            measure,
+            &a_lanes,
+            &b_lanes,
+            ring,
+            ring_len(n, m),
+            std::ptr::null_mut(),
+        )
+        .0;
+    }
+    // Each row's and column's share of the cells computed once, not once
+    // per cell (TWED's deletion costs, timestamps and previous samples).
+    let rows = precompute(n, |i, previous| match previous {
+        Some(previous) => measure.next_row(&a_lanes, previous, i),
+        None => measure.row(&a_lanes, i),
+    });
+    let columns = precompute(m, |j, _| measure.column(&b_lanes, j));
+    let precomputed = Precomputed {
+        measure,
+        rows: rows.as_ptr(),
+        columns: columns.as_ptr(),
+    };
     stencil_value(
         &block,
-        measure,
+        &precomputed,
         &a_lanes,
         &b_lanes,
         ring,
@@ -98,6 +142,64 @@ pub unsafe fn lockstep_values<T: LaneReal, M: Recurrence<Lanes<T, K>>, const K: 
         std::ptr::null_mut(),
     )
     .0
+}
+
+/// `len + 1` entries, entry 0 a copy of entry 1 (the drivers ask for
+/// rows and columns from 1 on), entry `k` from `make(k, entry k - 1)`.
+#[inline(always)]
+fn precompute<X: Copy>(len: usize, mut make: impl FnMut(usize, Option<&X>) -> X) -> Vec<X> {
+    let first = make(1, None);
+    let mut entries = Vec::with_capacity(len + 1);
+    entries.push(first);
+    entries.push(first);
+    for k in 2..=len {
+        let next = make(k, entries.last());
+        entries.push(next);
+    }
+    entries
+}
+
+/// A measure whose rows and columns were computed before the driver runs:
+/// the driver reads them instead of computing each once per cell.
+struct Precomputed<'a, M: Recurrence<T>, T: Real> {
+    measure: &'a M,
+    rows: *const M::Row,
+    columns: *const M::Column,
+}
+
+impl<M: Recurrence<T>, T: Real> Recurrence<T> for Precomputed<'_, M, T> {
+    type Row = M::Row;
+    type Column = M::Column;
+    type Window = M::Window;
+    const LATENCY_BOUND: bool = M::LATENCY_BOUND;
+    const CHEAP_CELL: bool = M::CHEAP_CELL;
+
+    #[inline(always)]
+    fn window(&self) -> M::Window {
+        self.measure.window()
+    }
+
+    #[inline(always)]
+    unsafe fn row(&self, _a: &Series<T>, i: usize) -> M::Row {
+        *self.rows.add(i)
+    }
+
+    #[inline(always)]
+    unsafe fn column(&self, _b: &Series<T>, j: usize) -> M::Column {
+        *self.columns.add(j)
+    }
+
+    #[inline(always)]
+    unsafe fn cell(
+        &self,
+        row: &M::Row,
+        column: &M::Column,
+        a: &Series<T>,
+        b: &Series<T>,
+        neighbours: Neighbours<T>,
+    ) -> T {
+        self.measure.cell(row, column, a, b, neighbours)
+    }
 }
 
 /// `K` series of one shape as one series of lanes, its samples (then its

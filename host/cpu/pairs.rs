@@ -2,9 +2,7 @@
 //! threads, in lockstep where the measure and the processor allow it.
 
 use super::one_pair::{buffer_len, one_pair};
-use super::units::{
-    lockstep_available, lockstep_pair_values, CpuMeasure, LOCKSTEP_BYTES, LOCKSTEP_MIN,
-};
+use super::units::{lockstep_available, lockstep_pair_values, CpuMeasure, LOCKSTEP_MIN};
 use crate::interrupt;
 use crate::{Float, SeriesSet};
 use ndarray::Array2;
@@ -30,13 +28,14 @@ fn pair_values<T: Float, R: CpuMeasure<T>>(
 ) -> Vec<T> {
     if R::LOCKSTEP && count >= LOCKSTEP_MIN && lockstep_available() {
         let maxima = (a_max, b_max);
-        let mut lanes = LOCKSTEP_BYTES / std::mem::size_of::<T>();
+        let mut lanes = R::LOCKSTEP_BYTES / std::mem::size_of::<T>();
         // Too few pairs to give every thread a unit of 16 lanes: units of
-        // 8, one vector, which keep twice as many threads busy.
+        // 8, which keep twice as many threads busy.
         if count < lanes * rayon::current_num_threads() {
-            lanes = 8;
+            lanes = lanes.min(8);
         }
         return match lanes {
+            4 => lockstep_pair_values::<T, R, 4>(a, b, maxima, count, pair, measure),
             8 => lockstep_pair_values::<T, R, 8>(a, b, maxima, count, pair, measure),
             16 => lockstep_pair_values::<T, R, 16>(a, b, maxima, count, pair, measure),
             lanes => unreachable!("{lanes} lanes"),

@@ -10,11 +10,11 @@ use crate::Float;
 use rayon::prelude::*;
 use timewarp_kernels::{DtwParams, Recurrence, Series, SetRef, SoftDtwParams, TwedParams};
 
-/// Bytes of the pairs' values that one lockstep step computes: two AVX2
-/// vectors, 8 `f64` or 16 `f32` lanes, so that each operation of a cell's
-/// update is two independent vector instructions (fewer lanes are not
-/// vectorised at all: see `lanes::LaneReal`; docs/algorithms.md has the
-/// measurements).
+/// Bytes of the pairs' values that one lockstep step computes, by default:
+/// two AVX2 vectors, 8 `f64` or 16 `f32` lanes, so that each operation of a
+/// cell's update is two independent vector instructions (fewer lanes do not
+/// vectorise the exponentials and logarithms: see `lanes::LaneReal`;
+/// docs/algorithms.md has the measurements).
 pub(super) const LOCKSTEP_BYTES: usize = 64;
 
 /// The share of a pair's cells below which pairs of one shape run one at a
@@ -32,6 +32,13 @@ pub(super) const LOCKSTEP_MIN: usize = 4;
 pub(crate) trait CpuMeasure<T: Float>: Recurrence<T> + Sync {
     /// Whether pairs of one shape run together ([`CpuMeasure::lockstep`]).
     const LOCKSTEP: bool = false;
+
+    /// Bytes of the pairs' values one lockstep step computes.
+    const LOCKSTEP_BYTES: usize = LOCKSTEP_BYTES;
+
+    /// Whether the lockstep driver computes the rows and columns once
+    /// first ([`lockstep_values`]).
+    const PRECOMPUTED_ROWS: bool = true;
 
     /// The values of `K` pairs of one shape, computed in lockstep.
     ///
@@ -62,13 +69,59 @@ impl<T: Float> CpuMeasure<T> for DtwParams {
         buffer: *mut Lanes<T, K>,
     ) -> [T; K] {
         #[cfg(target_arch = "x86_64")]
-        return lockstep_avx2(self, a, b, buffer);
+        return lockstep_avx2(
+            self,
+            a,
+            b,
+            buffer,
+            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
+        );
         #[cfg(not(target_arch = "x86_64"))]
-        lockstep_values(self, a, b, buffer)
+        lockstep_values(
+            self,
+            a,
+            b,
+            buffer,
+            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
+        )
     }
 }
 
-impl<T: Float> CpuMeasure<T> for TwedParams<T> {}
+/// TWED in lockstep too, its rows and columns (a sample, the one before,
+/// their timestamps and the deletion cost) computed once, not once per
+/// cell, and one AVX2 vector of lanes: those rows and columns then stay in
+/// the first-level cache (with two vectors they do not, and the steps are
+/// slower), and its update has no exponentials to vectorise.
+impl<T: Float> CpuMeasure<T> for TwedParams<T> {
+    const LOCKSTEP: bool = true;
+    const LOCKSTEP_BYTES: usize = 32;
+    const PRECOMPUTED_ROWS: bool = true;
+
+    unsafe fn lockstep<const K: usize>(
+        &self,
+        a: &[Series<T>; K],
+        b: &[Series<T>; K],
+        buffer: *mut Lanes<T, K>,
+    ) -> [T; K] {
+        let lanes = Lockstep::<T, K>::lanes(self);
+        #[cfg(target_arch = "x86_64")]
+        return lockstep_avx2(
+            &lanes,
+            a,
+            b,
+            buffer,
+            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
+        );
+        #[cfg(not(target_arch = "x86_64"))]
+        lockstep_values(
+            &lanes,
+            a,
+            b,
+            buffer,
+            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
+        )
+    }
+}
 
 impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
     const LOCKSTEP: bool = true;
@@ -81,9 +134,21 @@ impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
     ) -> [T; K] {
         let lanes = Lockstep::<T, K>::lanes(self);
         #[cfg(target_arch = "x86_64")]
-        return lockstep_avx2(&lanes, a, b, buffer);
+        return lockstep_avx2(
+            &lanes,
+            a,
+            b,
+            buffer,
+            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
+        );
         #[cfg(not(target_arch = "x86_64"))]
-        lockstep_values(&lanes, a, b, buffer)
+        lockstep_values(
+            &lanes,
+            a,
+            b,
+            buffer,
+            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
+        )
     }
 }
 
@@ -112,8 +177,9 @@ unsafe fn lockstep_avx2<T: Float, M: Recurrence<Lanes<T, K>>, const K: usize>(
     a: &[Series<T>; K],
     b: &[Series<T>; K],
     buffer: *mut Lanes<T, K>,
+    precomputed_rows: bool,
 ) -> [T; K] {
-    lockstep_values(measure, a, b, buffer)
+    lockstep_values(measure, a, b, buffer, precomputed_rows)
 }
 
 /// Pairs run together: `len` consecutive pairs of the shape-sorted order

@@ -280,7 +280,7 @@ where
     let mut buffer = vec![Lanes([T::ZERO; K]); len];
     let lanes = Lockstep::<T, K>::lanes(params);
     // SAFETY: the pairs share a shape; the buffer has the length asked for.
-    unsafe { lockstep_values(&lanes, &a, &b, buffer.as_mut_ptr()) }
+    unsafe { lockstep_values(&lanes, &a, &b, buffer.as_mut_ptr(), false) }
 }
 
 /// Allowed difference between a lane and the pair alone: both are the
@@ -519,31 +519,35 @@ fn cpu_matrix_of_mixed_lengths_matches_the_oracle() {
     }
 }
 
-/// DTW in lockstep is the same operations on the same values as one pair
-/// at a time: bit for bit the same values (a single pair runs alone).
-fn dtw_bits<T: Float>(a: &SeriesSet<f64>, b: &SeriesSet<f64>, band: Option<usize>) {
+/// DTW and TWED in lockstep are the same operations on the same values as
+/// one pair at a time: bit for bit the same values (a single pair runs
+/// alone).
+fn lockstep_bits<T: Float>(a: &SeriesSet<f64>, b: &SeriesSet<f64>, metric: timewarp::Metric) {
     let (a, b) = (a.cast::<T>().unwrap(), b.cast::<T>().unwrap());
-    let dtw = band.map_or(timewarp::Dtw::new(), timewarp::Dtw::with_band);
-    let metric: timewarp::Metric = dtw.into();
     let batch = timewarp::distance_matrix(&a, Some(&b), metric, &cpu()).unwrap();
     let triangle = timewarp::distance_matrix(&a, None, metric, &cpu()).unwrap();
+    // One pair, timestamps and all, is too few for a lockstep run.
+    let alone = |x: &SeriesSet<T>, i: usize, y: &SeriesSet<T>, j: usize| {
+        let (x, y) = (x.slice(i..i + 1), y.slice(j..j + 1));
+        timewarp::distance_matrix(&x, Some(&y), metric, &cpu()).unwrap()[[0, 0]]
+    };
     for i in 0..a.len() {
         for j in 0..b.len() {
-            let alone = timewarp::distance(a.series(i), b.series(j), metric).unwrap();
+            let alone = alone(&a, i, &b, j);
             assert_eq!(
                 batch[[i, j]].to_bits(),
                 alone.to_bits(),
-                "{} band {band:?} ({i}, {j}): {} in the batch, {alone} alone",
+                "{} {metric:?} ({i}, {j}): {} in the batch, {alone} alone",
                 T::NAME,
                 batch[[i, j]]
             );
         }
         for j in 0..a.len() {
-            let alone = timewarp::distance(a.series(i), a.series(j), metric).unwrap();
+            let alone = alone(&a, i, &a, j);
             assert_eq!(
                 triangle[[i, j]].to_bits(),
                 alone.to_bits(),
-                "{} triangle ({i}, {j})",
+                "{} {metric:?} triangle ({i}, {j})",
                 T::NAME
             );
         }
@@ -558,8 +562,28 @@ fn cpu_dtw_in_lockstep_is_bit_identical() {
         let a = random_set(&mut rng, &lengths, dims, 1.0);
         let b = random_set(&mut rng, &lengths[..18], dims, 1.0);
         for band in [None, Some(0), Some(4)] {
-            dtw_bits::<f64>(&a, &b, band);
-            dtw_bits::<f32>(&a, &b, band);
+            let dtw = band.map_or(timewarp::Dtw::new(), timewarp::Dtw::with_band);
+            lockstep_bits::<f64>(&a, &b, dtw.into());
+            lockstep_bits::<f32>(&a, &b, dtw.into());
         }
+    }
+}
+
+/// TWED's lockstep runs (its rows and columns computed first) on timed
+/// series of mixed lengths, every kind of degree.
+#[test]
+fn cpu_twed_in_lockstep_is_bit_identical() {
+    let mut rng = rng(61);
+    for dims in [1, 3] {
+        let lengths: Vec<usize> = (0..26).map(|k| [1, 2, 33, 40, 17][k % 5]).collect();
+        let a = random_timed_set(&mut rng, &lengths, dims, 1.0);
+        let b = random_timed_set(&mut rng, &lengths[..18], dims, 1.0);
+        for degree in [1.0, 2.0, 3.0] {
+            let twed = timewarp::Twed::new(0.01, 0.5, degree).unwrap();
+            lockstep_bits::<f64>(&a, &b, twed.into());
+            lockstep_bits::<f32>(&a, &b, twed.into());
+        }
+        let untimed = random_set(&mut rng, &lengths, dims, 1.0);
+        lockstep_bits::<f64>(&untimed, &untimed, timewarp::Twed::default().into());
     }
 }
