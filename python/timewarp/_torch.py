@@ -41,8 +41,7 @@ def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
     (and gradients) written to one CUDA buffer, ordered after torch's
     current stream. Returns the values and the two gradients (or None)."""
     torch_dtype = torch.float32 if dtype == np.float32 else torch.float64
-    x = x.detach().to(dtype=torch_dtype).contiguous()
-    y = y.detach().to(dtype=torch_dtype).contiguous()
+    x, y = _contiguous(x, torch_dtype), _contiguous(y, torch_dtype)
     shapes = (tuple(x.shape), tuple(y.shape))
     length = _ext.soft_dtw_cuda_output_len(shapes[0], shapes[1], normalize, outputs)
     out = torch.empty(length, dtype=torch_dtype, device=x.device)
@@ -77,6 +76,12 @@ def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
         if grad_y is not None:
             grad_y = grad_y - out[at + x_size : at + x_size + y_size].view(y.shape)
     return values, grad_x, grad_y
+
+
+def _contiguous(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    if tensor.dtype != dtype:
+        tensor = tensor.to(dtype)
+    return tensor if tensor.is_contiguous() else tensor.contiguous()
 
 
 def _on_host(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str, device: str):
@@ -124,23 +129,31 @@ class _SoftDtwFunction(torch.autograd.Function):
                 x3, y3, dtype, gamma, band, normalize, outputs, device
             )
         if outputs != "values":
-            # The gradients in the inputs' own devices, dtypes and shapes.
-            ctx.save_for_backward(
-                grad_x.to(x.device, x.dtype).reshape(x.shape),
-                grad_y.to(y.device, y.dtype).reshape(y.shape)
-                if grad_y is not None
-                else torch.empty(0),
-            )
-        return values.to(x.device)
+            # The gradients in the inputs' own devices, dtypes and shapes
+            # (on the CUDA path they already are).
+            ctx.save_for_backward(_like(grad_x, x), None if grad_y is None else _like(grad_y, y))
+        return values if values.device == x.device else values.to(x.device)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output):  # type: ignore[override]
         grad_x, grad_y = ctx.saved_tensors
-        scale = grad_output.reshape((-1,) + (1,) * (grad_x.dim() - 1))
-        dx = grad_x * scale.to(grad_x.dtype) if ctx.needs_input_grad[0] else None
-        dy = grad_y * scale.to(grad_y.dtype) if ctx.needs_input_grad[1] else None
+        scale = grad_output.view((-1,) + (1,) * (grad_x.dim() - 1))
+        dx = grad_x * _like_dtype(scale, grad_x) if ctx.needs_input_grad[0] else None
+        dy = grad_y * _like_dtype(scale, grad_y) if ctx.needs_input_grad[1] else None
         return dx, dy, None, None, None, None, None
+
+
+def _like(tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """`tensor` on `like`'s device, in its dtype and shape (no op when it
+    already is: each torch call costs microseconds of Python)."""
+    if tensor.device != like.device or tensor.dtype != like.dtype:
+        tensor = tensor.to(like.device, like.dtype)
+    return tensor if tensor.shape == like.shape else tensor.reshape(like.shape)
+
+
+def _like_dtype(tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return tensor if tensor.dtype == like.dtype else tensor.to(like.dtype)
 
 
 def soft_dtw_torch(
@@ -157,13 +170,16 @@ def soft_dtw_torch(
         raise TimewarpError("x is a tensor but y is not: give both as tensors")
     if x.device != y.device:
         raise TimewarpError(f"x is on {x.device} but y on {y.device}")
-    left = _inputs.Prepared(
-        None, np.dtype(np.float64), _inputs.Origin("torch", x.device, x.dtype), 0
-    )
-    where = _inputs.device_for(device, left)
+    if x.is_cuda and device == "auto":
+        where = f"gpu:{x.device.index or 0}"
+    else:
+        left = _inputs.Prepared(None, _F64, _inputs.Origin("torch", x.device, x.dtype), 0)
+        where = _inputs.device_for(device, left)
     forced = _inputs.precision_dtype(precision)
     if forced is not None:
         dtype = forced
+    elif x.dtype == y.dtype and x.dtype in _NATIVE:
+        dtype = _NATIVE[x.dtype]
     else:
         dtypes = [_inputs.native_dtype(_torch_to_numpy_dtype(t.dtype)) for t in (x, y)]
         dtype = np.result_type(*dtypes)
@@ -171,6 +187,10 @@ def soft_dtw_torch(
         x, y, _float("gamma", gamma), _band(band), bool(normalize), where, dtype
     )
     return values
+
+
+_F64 = np.dtype(np.float64)
+_NATIVE = {torch.float32: np.dtype(np.float32), torch.float64: _F64}
 
 
 def _torch_to_numpy_dtype(dtype: torch.dtype) -> np.dtype:
