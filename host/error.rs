@@ -21,7 +21,10 @@ pub enum Error {
     #[error("dimension mismatch: the first batch has {first} dimensions per sample, the second {second}")]
     DimensionMismatch { first: usize, second: usize },
     /// Finite inputs gave a non-finite distance: the precision overflowed.
-    #[error("a distance overflowed {precision} (finite inputs, infinite result); use f64 or rescale the data")]
+    #[error(
+        "a distance overflowed {precision} (finite inputs, infinite result); {}",
+        overflow_advice(precision)
+    )]
     Overflow { precision: &'static str },
     /// The GPU path was asked for but cannot run here.
     #[error("no usable GPU: {0}")]
@@ -45,6 +48,15 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// What to do about an overflow in `precision`.
+fn overflow_advice(precision: &str) -> &'static str {
+    if precision == "f64" {
+        "rescale the data"
+    } else {
+        "use f64 or rescale the data"
+    }
 }
 
 /// The crate's result type.

@@ -66,7 +66,16 @@ pub use float::{Float, Precision};
 pub use interrupt::interrupt;
 pub use lanes::{exp_lanes, ln_lanes, LaneReal, Lanes};
 pub use metric::{Dtw, Metric, SoftDtw, Twed};
+/// The `ndarray` of this crate's API, for callers that do not depend on it
+/// themselves.
+pub use ndarray;
 pub use options::{ComputeOptions, Device, Variant};
 pub use resident::{upload, ResidentSet};
 pub use results::SoftDtwGradient;
 pub use series::SeriesSet;
+
+/// The README's Rust snippets, compiled and run by `cargo test` as doc
+/// tests, so that they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -2,7 +2,7 @@
 //! ones, when someone is watching stderr, in row blocks that advance a
 //! progress bar.
 
-use super::{options_for, progress_bar};
+use super::{options_for, set_fraction_done, work_bar};
 use ndarray::{s, Array2};
 use std::ops::Range;
 use timewarp::{
@@ -29,8 +29,8 @@ pub fn compute<T: Float>(
         gpu_variant: variant,
         ..options_for(backend)
     };
-    // Progress in thousandths of the estimated cells.
-    let bar = progress_bar(1000);
+    // Progress in the estimated cells.
+    let bar = work_bar();
     if bar.is_hidden() || cells(a, b) < long_run(backend) {
         return distance_matrix(a, b, metric, &options);
     }
@@ -39,7 +39,7 @@ pub fn compute<T: Float>(
     let mut done = 0.0;
     let matrix = in_blocks(a, b, metric, &options, &blocks, |cells| {
         done += cells;
-        bar.set_position((1000.0 * done / total) as u64);
+        set_fraction_done(&bar, done / total);
     });
     bar.finish_and_clear();
     matrix
@@ -59,7 +59,7 @@ pub fn compute_resident<T: Float>(
         gpu_variant: variant,
         ..options_for(backend)
     };
-    let bar = progress_bar(1000);
+    let bar = work_bar();
     let cells = queries.total_samples() as f64 * database.total_samples() as f64;
     if bar.is_hidden() || cells < long_run(backend) {
         return distance_matrix_resident(queries, database, metric, &options);
@@ -70,7 +70,7 @@ pub fn compute_resident<T: Float>(
         let block = queries.slice(rows.clone());
         let values = distance_matrix_resident(&block, database, metric, &options)?;
         out.slice_mut(s![rows.clone(), ..]).assign(&values);
-        bar.set_position((1000 * (k + 1) / blocks.len()) as u64);
+        set_fraction_done(&bar, (k + 1) as f64 / blocks.len() as f64);
     }
     bar.finish_and_clear();
     Ok(out)

@@ -10,7 +10,9 @@ mod knn;
 mod matrix;
 mod output;
 
-pub use output::{check_output_path, print, print_csv, progress_bar, write_output};
+pub use output::{
+    check_output_path, print, print_csv, progress_bar, set_fraction_done, work_bar, write_output,
+};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -81,6 +83,11 @@ pub fn main() -> ExitCode {
             ExitCode::from(failure.status)
         }
     }
+}
+
+/// `n` and the noun in its number: "1 distance", "2 distances".
+pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Why a command failed, and its exit status.
@@ -161,9 +168,19 @@ pub struct MetricArgs {
     /// TWED: the Lp norm between samples, >= 1 (twed only) [default: 2]
     #[arg(long, value_name = "P", allow_negative_numbers = true)]
     degree: Option<f64>,
-    /// DTW Sakoe-Chiba band radius in samples (dtw only) [default: no band]
-    #[arg(long, value_name = "W")]
+    /// DTW Sakoe-Chiba band radius in samples, >= 0 (dtw only) [default: no band]
+    #[arg(long, value_name = "W", allow_negative_numbers = true, value_parser = band_radius)]
     band: Option<usize>,
+}
+
+/// A band radius: a whole number of samples, >= 0 (a negative one gets this
+/// message, not clap's hint to write `-- -3`).
+fn band_radius(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<i64>() {
+        Ok(radius) if radius >= 0 => Ok(radius as usize),
+        Ok(radius) => Err(format!("the band radius must be >= 0, not {radius}")),
+        Err(_) => Err(format!("{text:?} is not a whole number of samples")),
+    }
 }
 
 impl MetricArgs {
@@ -400,8 +417,9 @@ impl Input {
             return Ok(());
         }
         Err(Failure::usage(format!(
-            "{}: {theirs} dimensions per sample, but {} has {ours}",
+            "{}: {} per sample, but {} has {ours}",
             other.path.display(),
+            counted(theirs, "dimension", "dimensions"),
             self.path.display()
         )))
     }
@@ -430,7 +448,8 @@ pub fn compute_matrix<T: Float>(
         _ => String::new(),
     };
     eprintln!(
-        "computed {pairs} distances in {} ms on {} ({}{variant})",
+        "computed {} in {} ms on {} ({}{variant})",
+        counted(pairs, "distance", "distances"),
         three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
         describe(backend),
         T::NAME
@@ -476,8 +495,8 @@ pub fn compute_resident_matrix<T: Float>(
         _ => String::new(),
     };
     eprintln!(
-        "computed {} distances in {} ms on {} ({}{variant})",
-        matrix.len(),
+        "computed {} in {} ms on {} ({}{variant})",
+        counted(matrix.len(), "distance", "distances"),
         three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
         describe(backend),
         T::NAME

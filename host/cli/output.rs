@@ -30,7 +30,9 @@ fn stdout_result(result: std::io::Result<()>) -> Result<(), Failure> {
     }
 }
 
-/// Checks `--out` before any work: a known extension, an existing folder.
+/// Checks `--out` before any work: a known extension, not a folder, in an
+/// existing folder where a file can be created (tried with the temporary
+/// file [`write_output`] writes, removed at once).
 pub fn check_output_path(path: &Path) -> Result<(), Failure> {
     let fail = |problem: String| Err(Failure::usage(format!("{}: {problem}", path.display())));
     let extension = path.extension().map(|e| e.to_string_lossy().to_lowercase());
@@ -44,7 +46,31 @@ pub fn check_output_path(path: &Path) -> Result<(), Failure> {
     if !folder.is_dir() {
         return fail(format!("no folder {}", folder.display()));
     }
-    Ok(())
+    if path.is_dir() {
+        return fail("is a folder; give a file name ending in .csv or .npy".into());
+    }
+    let probe = temporary_path(path);
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => fail(format!("cannot write a file in {}: {e}", folder.display())),
+    }
+}
+
+/// The temporary file `path` is written through, in the same folder.
+fn temporary_path(path: &Path) -> std::path::PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let extension = path.extension().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!(
+        ".{name}.{}.partial.{extension}",
+        std::process::id()
+    ))
 }
 
 /// Writes the matrix to `path` (.csv or .npy) through a temporary file in
@@ -53,12 +79,7 @@ pub fn write_output<T: Float + WritableElement>(
     path: &Path,
     matrix: ArrayView2<T>,
 ) -> Result<(), Failure> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let extension = path.extension().unwrap_or_default().to_string_lossy();
-    let temporary = path.with_file_name(format!(
-        ".{name}.{}.partial.{extension}",
-        std::process::id()
-    ));
+    let temporary = temporary_path(path);
     let result = formats::write_matrix(&temporary, matrix).and_then(|()| {
         std::fs::rename(&temporary, path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
@@ -84,4 +105,27 @@ pub fn progress_bar(total: u64) -> ProgressBar {
     let style = ProgressStyle::with_template("{bar:40} {percent:>3}% {elapsed} (eta {eta}) {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     ProgressBar::new(total).with_style(style)
+}
+
+/// A progress bar for one long computation, in thousandths of its work
+/// ([`set_fraction_done`]), drawn only when stderr is a terminal. Its ETA
+/// is the elapsed time scaled by the work left, which stays steady where
+/// indicatif's estimate of the recent rate jumps between uneven steps.
+pub fn work_bar() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template("{bar:40} {percent:>3}% {elapsed} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::new(1000).with_style(style)
+}
+
+/// Moves a [`work_bar`] to `fraction` (0 to 1) of the work done.
+pub fn set_fraction_done(bar: &ProgressBar, fraction: f64) {
+    let fraction = fraction.clamp(0.0, 1.0);
+    bar.set_position((1000.0 * fraction) as u64);
+    if fraction > 0.0 {
+        let left = bar.elapsed().mul_f64((1.0 - fraction) / fraction);
+        bar.set_message(format!("(eta {})", indicatif::HumanDuration(left)));
+    }
 }

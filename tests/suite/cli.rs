@@ -831,6 +831,32 @@ fn bad_input_fails_cleanly() {
         .args(["distance", &good, "--metric", "dtw", "--out"])
         .arg(dir.path().join("m.txt"));
     expect_failure(&mut bad_out, &["m.txt", ".csv or .npy"], 2);
+    // A folder named like an output, or a negative band: refused before
+    // any work.
+    let folder = dir.path().join("taken.csv");
+    std::fs::create_dir(&folder).unwrap();
+    let mut into_folder = timewarp();
+    into_folder
+        .args(["distance", &good, "--metric", "dtw", "--out"])
+        .arg(&folder);
+    expect_failure(&mut into_folder, &["taken.csv", "is a folder"], 2);
+    // clap's own usage error (with its "--help" line), not its hint to
+    // write `-- -3`.
+    let negative_band = timewarp()
+        .args(["distance", &good, "--metric", "dtw", "--band", "-3"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&negative_band.stderr);
+    assert_eq!(negative_band.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--band") && stderr.contains("must be >= 0") && !stderr.contains("-- -3"),
+        "{stderr}"
+    );
+    assert!(std::fs::read_dir(dir.path()).unwrap().all(|entry| !entry
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains("partial")));
 
     let knn_cases: [(&str, &str, &str, &[&str]); 3] = [
         (&good, &good, "1", &["good.csv", "labels"]),

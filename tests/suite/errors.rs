@@ -164,6 +164,24 @@ fn overflow_is_an_error() {
         matches!(result, Err(Error::Overflow { precision: "f32" })),
         "{result:?}"
     );
+    let message = result.unwrap_err().to_string();
+    assert!(message.contains("use f64 or rescale the data"), "{message}");
+    // In f64 the advice is to rescale only.
+    let set64 =
+        SeriesSet::from_univariate(array![[1e160, -1e160], [-1e160, 1e160]].view()).unwrap();
+    let result = distance_matrix(
+        &set64,
+        None,
+        Dtw::new().into(),
+        &ComputeOptions::on(Device::Cpu),
+    );
+    let message = result.unwrap_err().to_string();
+    assert!(
+        message.contains("overflowed f64")
+            && message.ends_with("rescale the data")
+            && !message.contains("use f64"),
+        "{message}"
+    );
     if crate::common::gpu_available("overflow_is_an_error (GPU part)") {
         let result = distance_matrix(
             &set,

@@ -244,10 +244,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Some(path) => {
             let set = formats::read_dataset(path)?.to_series_set::<f64>()?;
             eprintln!(
-                "bench: every pair of the {} series of {} once, {precision}, median of up to {} runs after a warm-up",
+                "bench: every pair of the {} series of {} once, {precision}, median of up to {} after a warm-up",
                 set.len(),
                 path.display(),
-                args.repeats
+                super::counted(args.repeats, "run", "runs")
             );
             vec![(
                 set.max_len(),
@@ -260,10 +260,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
         None => {
             eprintln!(
-                "bench: {} data, {queries} queries x {count} references per case, {precision}, \
-                 median of up to {} runs after a warm-up; the CPU times about a second's worth of queries and scales up",
+                "bench: {} data, {} x {} per case, {precision}, \
+                 median of up to {} after a warm-up; the CPU times about a second's worth of queries and scales up",
                 if args.data == DataKind::Cbf { "CBF" } else { "normal" },
-                args.repeats
+                super::counted(queries, "query", "queries"),
+                super::counted(count, "reference", "references"),
+                super::counted(args.repeats, "run", "runs")
             );
             args.lengths
                 .iter()

@@ -95,19 +95,40 @@ pub fn gpu_available(test: &str) -> bool {
     on_gpu(test).is_some()
 }
 
-/// Say once on the terminal that GPU tests skip and why, and count them.
-/// libtest captures `eprintln!` of passing tests; the stderr handle itself
-/// is not captured, so this shows in a plain `cargo test`.
+/// Say once on the terminal that GPU tests skip and why, count them, and
+/// say how many when the test binary exits (they pass as far as libtest
+/// can tell). libtest captures `eprintln!` of passing tests; the stderr
+/// handle itself is not captured, so this shows in a plain `cargo test`.
 pub fn skip(test: &str, reason: &str) {
     use std::io::Write;
-    static SAID: OnceLock<()> = OnceLock::new();
     SKIPPED.fetch_add(1, Ordering::Relaxed);
-    SAID.get_or_init(|| {
+    SKIP_REASON.get_or_init(|| {
         let _ = writeln!(
             std::io::stderr(),
             "GPU tests skip in this run ({test} and the others that need a GPU): {reason}"
         );
+        // SAFETY: `atexit` is the C library's; the handler only reads
+        // statics and writes to stderr.
+        unsafe { atexit(report_skipped) };
+        reason.to_string()
     });
+}
+
+static SKIP_REASON: OnceLock<String> = OnceLock::new();
+
+extern "C" {
+    fn atexit(handler: extern "C" fn()) -> std::ffi::c_int;
+}
+
+extern "C" fn report_skipped() {
+    use std::io::Write;
+    let count = SKIPPED.load(Ordering::Relaxed);
+    let reason = SKIP_REASON.get().map_or("", String::as_str);
+    let _ = writeln!(
+        std::io::stderr(),
+        "{count} GPU test{} skipped (reported as passed): {reason}",
+        if count == 1 { " was" } else { "s were" }
+    );
 }
 
 /// GPU options with `variant` (`None`: the default choice).
