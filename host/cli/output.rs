@@ -125,7 +125,26 @@ pub fn set_fraction_done(bar: &ProgressBar, fraction: f64) {
     let fraction = fraction.clamp(0.0, 1.0);
     bar.set_position((1000.0 * fraction) as u64);
     if fraction > 0.0 {
-        let left = bar.elapsed().mul_f64((1.0 - fraction) / fraction);
+        let left = time_left(bar.elapsed(), fraction);
         bar.set_message(format!("(eta {})", indicatif::HumanDuration(left)));
+    }
+}
+
+/// The time the rest of the work takes at the average rate so far.
+fn time_left(elapsed: std::time::Duration, fraction: f64) -> std::time::Duration {
+    elapsed.mul_f64((1.0 - fraction) / fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_left;
+    use std::time::Duration;
+
+    #[test]
+    fn the_eta_follows_the_average_rate() {
+        // 29% done after 3 minutes: about 7 more, whatever the last step took.
+        let left = time_left(Duration::from_secs(180), 0.29);
+        assert_eq!(left.as_secs(), 440);
+        assert_eq!(time_left(Duration::from_secs(10), 1.0), Duration::ZERO);
     }
 }

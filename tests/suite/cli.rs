@@ -1147,3 +1147,44 @@ fn gpu_variant_flag_selects_each_variant() {
     let backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
     assert_eq!(backends, ["gpu:diagonal", "gpu:local"], "{out}");
 }
+
+/// Counts read as English ("1 distance"), and the bench table's columns
+/// line up for its longest metric label, `soft-dtw/paired+grad`.
+#[test]
+fn messages_and_tables_read_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.csv");
+    std::fs::write(&one, "1,2,3\n").unwrap();
+    timewarp()
+        .args(["distance", "--metric", "dtw", "--device", "cpu"])
+        .arg(&one)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("computed 1 distance in"));
+    let output = timewarp()
+        .args([
+            "bench",
+            "--device",
+            "cpu",
+            "--metric",
+            "soft-dtw",
+            "--paired",
+            "--gradient",
+        ])
+        .args(["--count", "1", "--lengths", "8", "--repeats", "1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("1 query x 1 reference per case") && stderr.contains("up to 1 run "),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
+    let (header, row) = (lines[0], lines[1]);
+    assert!(row.starts_with("soft-dtw/paired+grad "), "{stdout}");
+    // Right-aligned numbers end where their headers end.
+    let end_of = |line: &str, word: &str| line.find(word).map(|at| at + word.len());
+    assert_eq!(end_of(header, "length"), end_of(row, " 8"), "{stdout}");
+}
