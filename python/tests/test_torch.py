@@ -55,6 +55,24 @@ def test_only_the_inputs_that_need_it_get_a_gradient():
     with torch.no_grad():
         values = timewarp.soft_dtw(x, y)
     assert not values.requires_grad
+    # No gradient is computed without a graph to record it in: the values
+    # path's bits, not the gradient path's (the two use different kernels
+    # on the GPU; on the CPU they agree, so check the call made).
+    calls = []
+    original = timewarp._torch._on_host
+
+    def spy(*args):
+        calls.append(args[6])
+        return original(*args)
+
+    timewarp._torch._on_host = spy
+    try:
+        with torch.no_grad():
+            timewarp.soft_dtw(x, y)
+        timewarp.soft_dtw(x, y)
+    finally:
+        timewarp._torch._on_host = original
+    assert calls == ["values", "gradient_xy"]
 
 
 def test_float32_and_dtypes():

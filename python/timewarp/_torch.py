@@ -101,7 +101,7 @@ def _on_host(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str, device
 
 class _SoftDtwFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, y, gamma, band, normalize, device, dtype):  # type: ignore[override]
+    def forward(ctx, x, y, gamma, band, normalize, device, dtype, recording):  # type: ignore[override]
         x3, y3 = _batch3(x, "x"), _batch3(y, "y")
         if x3.shape[0] != y3.shape[0]:
             raise TimewarpError(
@@ -112,7 +112,11 @@ class _SoftDtwFunction(torch.autograd.Function):
             raise TimewarpError(
                 f"dimension mismatch: x has {x3.shape[2]} dimensions per sample, y {y3.shape[2]}"
             )
-        if ctx.needs_input_grad[1]:
+        # Under torch.no_grad() `needs_input_grad` still follows the inputs'
+        # requires_grad; the caller says whether a graph is being recorded.
+        if not recording:
+            outputs = "values"
+        elif ctx.needs_input_grad[1]:
             outputs = "gradient_xy"
         elif ctx.needs_input_grad[0]:
             outputs = "gradient_x"
@@ -141,7 +145,7 @@ class _SoftDtwFunction(torch.autograd.Function):
         scale = grad_output.view((-1,) + (1,) * (grad_x.dim() - 1))
         dx = grad_x * _like_dtype(scale, grad_x) if ctx.needs_input_grad[0] else None
         dy = grad_y * _like_dtype(scale, grad_y) if ctx.needs_input_grad[1] else None
-        return dx, dy, None, None, None, None, None
+        return dx, dy, None, None, None, None, None, None
 
 
 def _like(tensor: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -183,8 +187,9 @@ def soft_dtw_torch(
     else:
         dtypes = [_inputs.native_dtype(_torch_to_numpy_dtype(t.dtype)) for t in (x, y)]
         dtype = np.result_type(*dtypes)
+    recording = torch.is_grad_enabled() and (x.requires_grad or y.requires_grad)
     values = _SoftDtwFunction.apply(
-        x, y, _float("gamma", gamma), _band(band), bool(normalize), where, dtype
+        x, y, _float("gamma", gamma), _band(band), bool(normalize), where, dtype, recording
     )
     return values
 
