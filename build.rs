@@ -171,6 +171,15 @@ fn pinned_channel(file: &Path) -> Result<String, String> {
 /// Makes sure the pinned toolchain and its `rust-src` are installed and
 /// returns its `rustc --version`.
 fn ensure_toolchain(kernel_dir: &Path, channel: &str) -> Result<String, String> {
+    // Cargo shows a build script's output only when it ends, so a first
+    // build would be silent through the download: say so on the terminal.
+    if !toolchain_installed(kernel_dir, channel) {
+        tell_terminal(&format!(
+            "timewarp: installing the Rust toolchain {channel} with its rust-src \
+             (about 130 MB, once), which compiles the GPU kernels; \
+             the build goes on when it is done"
+        ));
+    }
     // As a user's cargo in kernels-gpu/ would: rustup resolves the toolchain
     // file and, unless its auto-install is off, installs the toolchain with
     // the file's components (also rust-src into an existing toolchain).
@@ -219,6 +228,30 @@ fn ensure_toolchain(kernel_dir: &Path, channel: &str) -> Result<String, String> 
 
 /// `rustc --version` of the pinned toolchain if it is installed with
 /// `rust-src`, else what is missing.
+/// Whether rustup lists `channel` among the installed toolchains (without
+/// running it, which would install it).
+fn toolchain_installed(kernel_dir: &Path, channel: &str) -> bool {
+    scrubbed_command("rustup", kernel_dir)
+        .args(["toolchain", "list"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|line| line.starts_with(channel))
+        })
+        // Without rustup nothing is installed here; say nothing.
+        .unwrap_or(true)
+}
+
+/// A line on the user's terminal, which cargo does not capture; nothing
+/// where there is none (CI, an IDE).
+fn tell_terminal(message: &str) {
+    use std::io::Write;
+    if let Ok(mut terminal) = fs::OpenOptions::new().write(true).open("/dev/tty") {
+        let _ = writeln!(terminal, "{message}");
+    }
+}
+
 fn toolchain_state(kernel_dir: &Path, channel: &str) -> Result<String, String> {
     let run = |args: &[&str]| -> Option<String> {
         scrubbed_command("rustc", kernel_dir)
