@@ -68,16 +68,7 @@ impl<T: Float> CpuMeasure<T> for DtwParams {
         b: &[Series<T>; K],
         buffer: *mut Lanes<T, K>,
     ) -> [T; K] {
-        #[cfg(target_arch = "x86_64")]
-        return lockstep_avx2(
-            self,
-            a,
-            b,
-            buffer,
-            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
-        );
-        #[cfg(not(target_arch = "x86_64"))]
-        lockstep_values(
+        run_lockstep(
             self,
             a,
             b,
@@ -104,16 +95,7 @@ impl<T: Float> CpuMeasure<T> for TwedParams<T> {
         buffer: *mut Lanes<T, K>,
     ) -> [T; K] {
         let lanes = Lockstep::<T, K>::lanes(self);
-        #[cfg(target_arch = "x86_64")]
-        return lockstep_avx2(
-            &lanes,
-            a,
-            b,
-            buffer,
-            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
-        );
-        #[cfg(not(target_arch = "x86_64"))]
-        lockstep_values(
+        run_lockstep(
             &lanes,
             a,
             b,
@@ -133,16 +115,7 @@ impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
         buffer: *mut Lanes<T, K>,
     ) -> [T; K] {
         let lanes = Lockstep::<T, K>::lanes(self);
-        #[cfg(target_arch = "x86_64")]
-        return lockstep_avx2(
-            &lanes,
-            a,
-            b,
-            buffer,
-            <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
-        );
-        #[cfg(not(target_arch = "x86_64"))]
-        lockstep_values(
+        run_lockstep(
             &lanes,
             a,
             b,
@@ -150,6 +123,25 @@ impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
             <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
         )
     }
+}
+
+/// [`lockstep_values`] of a measure over lanes, in the AVX2 build where
+/// there is one.
+///
+/// # Safety
+/// As [`lockstep_values`]; only called if [`lockstep_available`].
+#[inline(always)]
+unsafe fn run_lockstep<T: Float, M: Recurrence<Lanes<T, K>>, const K: usize>(
+    measure: &M,
+    a: &[Series<T>; K],
+    b: &[Series<T>; K],
+    buffer: *mut Lanes<T, K>,
+    precomputed_rows: bool,
+) -> [T; K] {
+    #[cfg(target_arch = "x86_64")]
+    return lockstep_avx2(measure, a, b, buffer, precomputed_rows);
+    #[cfg(not(target_arch = "x86_64"))]
+    lockstep_values(measure, a, b, buffer, precomputed_rows)
 }
 
 /// Whether the lockstep driver can run here: its polynomials need fused
