@@ -11,6 +11,7 @@ use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;
 use std::mem::size_of;
+use std::ptr::null_mut;
 use timewarp_kernels::drivers::columns::long_pair::{
     diagonal_tiles, tile_counts, PanelHandoff, TileGrid,
 };
@@ -82,9 +83,23 @@ fn pair_pipelined<T: Float, P: KernelParams<T>>(
 pub(crate) fn pair_pipelined_on<T: Float, P: KernelParams<T>>(
     gpu: &Gpu,
     params: P,
+    pair: (SetRef<T>, SetRef<T>),
+    lengths: (usize, usize),
+    budget: usize,
+) -> Result<T> {
+    pipelined_launch(gpu, params, pair, lengths, budget, null_mut())
+}
+
+/// [`pair_pipelined_on`], also writing the matrix's last row to
+/// `last_row` (device memory of `m + 1` values; index `j` is cell
+/// `(n, j)`) unless it is null.
+pub(crate) fn pipelined_launch<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    params: P,
     (a, b): (SetRef<T>, SetRef<T>),
     (n, m): (usize, usize),
     budget: usize,
+    last_row: *mut T,
 ) -> Result<T> {
     debug_assert!(a.count == 1 && b.count == 1);
     let stripe = tiled_stripe(P::MEASURE, m);
@@ -112,6 +127,7 @@ pub(crate) fn pair_pipelined_on<T: Float, P: KernelParams<T>>(
             ready: flags_ptr,
             // SAFETY: `flags` holds panels + 1 counters.
             next_panel: unsafe { flags_ptr.add(panels) },
+            last_row,
         },
         out: out_ptr as *mut T,
     };
@@ -122,8 +138,8 @@ pub(crate) fn pair_pipelined_on<T: Float, P: KernelParams<T>>(
     // blocks).
     let blocks = panels as u32;
     // SAFETY: the borders hold 2 (n + 1) values, the flags panels + 1
-    // zeroed counters, `out` one value; the caller's series are on the
-    // device.
+    // zeroed counters, `out` one value, `last_row` null or m + 1 (the
+    // caller's); the caller's series are on the device.
     unsafe { gpu.launch_blocks(&function, (blocks, LANES as u32), 0, launch) }?;
     Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
 }

@@ -15,6 +15,7 @@
 //! pairs · stencil · long_pair · antidiagonal · paired · gradient
 //!                  the launchers, one file for what each runs
 //! foreign          paired Soft-DTW over the caller's device memory
+//! path             last columns of a long pair's sub-pairs (alignment paths)
 //! matrix           a distance matrix with any variant
 //! ```
 
@@ -29,6 +30,7 @@ mod long_pair;
 mod matrix;
 mod paired;
 mod pairs;
+mod path;
 mod pipeline;
 mod plan;
 mod ptx;
@@ -49,6 +51,7 @@ pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
 pub(crate) use gradient::{paired_gradient, paired_gradient_resident};
 pub(crate) use matrix::matrix;
+pub(crate) use path::DevicePathPair;
 pub(crate) use paired::{paired_values, paired_values_resident};
 pub(crate) use pairs::{matrix_resident, upload_set};
 pub(crate) use select::{band_width, matrix_variant, resident_variant};

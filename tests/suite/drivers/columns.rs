@@ -92,11 +92,13 @@ fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
     let bands = b.len.div_ceil(N * S);
     let mut borders = vec![f64::NAN; 2 * (a.len + 1)];
     let mut flags = vec![0u32; bands + 1];
+    let mut last_row = vec![f64::NAN; b.len + 1];
     let pipeline = PanelHandoff {
         borders: borders.as_mut_ptr(),
         ready: flags.as_mut_ptr(),
         // SAFETY: `flags` has bands + 1 entries.
         next_panel: unsafe { flags.as_mut_ptr().add(bands) },
+        last_row: last_row.as_mut_ptr(),
     };
     let shared = Shared((a, b, pipeline));
     let values = run_warps::<N, _>(warps, |warp| {
@@ -106,6 +108,9 @@ fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
     });
     let done: Vec<f64> = values.into_iter().flatten().collect();
     assert_eq!(done.len(), 1, "exactly one warp does the last band");
+    // The last row ends in the pair's value (the window always holds the
+    // last cell), bit for bit.
+    assert_eq!(last_row[b.len].to_bits(), done[0].to_bits());
     done[0]
 }
 

@@ -99,12 +99,16 @@ pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
 /// What the warps of a pipelined long pair share (see [`pipelined_pair`]),
 /// in device memory, zeroed before the launch: `borders` holds two columns
 /// of `a.len + 1` values, `ready` one count per panel, `next_panel` one.
+/// `last_row`, if not null (`b.len + 1` values), receives the matrix's last
+/// row: cell `(a.len, j)` at index `j` for every column `j` whose panel
+/// reaches that row (the alignment paths' divide and conquer reads it).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PanelHandoff<T> {
     pub borders: *mut T,
     pub ready: *mut u32,
     pub next_panel: *mut u32,
+    pub last_row: *mut T,
 }
 
 /// One long pair by all the warps of a launch at once: the matrix is cut
@@ -120,8 +124,8 @@ pub struct PanelHandoff<T> {
 /// that did the last panel, `None` from the others.
 ///
 /// # Safety
-/// As [`warp_region`]; `handoff` is valid, zeroed, and not shared with
-/// another pair.
+/// As [`warp_region`]; `handoff` is valid, zeroed (but `last_row`), and not
+/// shared with another pair.
 #[inline(always)]
 pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     warp: &W,
@@ -174,6 +178,11 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
                 null_mut()
             } else {
                 handoff.ready.add(panel)
+            },
+            bottom: if region.row0 + region.rows == a.len {
+                handoff.last_row
+            } else {
+                null_mut()
             },
             ..region
         };
