@@ -1,0 +1,1 @@
+//! `timewarp align` and `--plot` end to end.
