@@ -77,7 +77,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Precision::F32 => emit::<f32>(&a, b.as_ref(), metric, backend, variant, out)?,
         Precision::F64 => emit::<f64>(&a, b.as_ref(), metric, backend, variant, out)?,
     };
-    args.plot.save_with(|| heat_map(matrix, &a, b.as_ref(), metric))
+    args.plot
+        .save_with(|| heat_map(matrix, &a, b.as_ref(), metric))
 }
 
 /// The matrix with its rows and columns in class order, when both files
@@ -89,7 +90,10 @@ fn heat_map(matrix: Array2<f64>, a: &Input, b: Option<&Input>, metric: Metric) -
         file.to_string_lossy().into_owned()
     };
     let mut map = HeatMap {
-        title: format!("{} distances", metric.name().replace('_', "-").to_uppercase()),
+        title: format!(
+            "{} distances",
+            metric.name().replace('_', "-").to_uppercase()
+        ),
         x_label: format!("{} (columns)", name(b)),
         y_label: format!("{} (rows)", name(a)),
         values: matrix,

@@ -98,7 +98,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         let one_each = classes.iter().map(|c| (c.clone(), 1)).collect::<Vec<_>>();
         HeatMap {
             values: counts,
-            title: format!("{}-NN confusion, accuracy {:.4}", args.k, (n - wrong as f64) / n),
+            title: format!(
+                "{}-NN confusion, accuracy {:.4}",
+                args.k,
+                (n - wrong as f64) / n
+            ),
             x_label: "predicted class".into(),
             y_label: "true class".into(),
             row_groups: Some(one_each.clone()),
