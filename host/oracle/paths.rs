@@ -146,8 +146,8 @@ pub fn twed_path(
 
 /// Soft-DTW's expected alignment `E` (`n x m`, `E[i][j]` the derivative of
 /// the value with respect to the cost `||a_i - b_j||^2`, so between 0 and
-/// 1) and the value, by the backward recursion of Cuturi & Blondel 2017
-/// (Algorithm 2, written out at [`super::soft_dtw_with_gradient`]), with an
+/// one) and the value, by the backward recursion of Cuturi & Blondel 2017,
+/// Algorithm 2 (written out at [`super::soft_dtw_with_gradient`]), with an
 /// optional Sakoe-Chiba band: `E` is 0 outside it.
 pub fn soft_dtw_alignment(
     a: ArrayView2<f64>,

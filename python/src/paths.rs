@@ -17,7 +17,10 @@ fn band_radius(band: Option<i64>) -> PyResult<Option<usize>> {
 
 /// `(i, j)` cells as a `k x 2` int64 array.
 fn cells<'py>(py: Python<'py>, path: &[(usize, usize)]) -> Bound<'py, PyArray2<i64>> {
-    let flat = path.iter().flat_map(|&(i, j)| [i as i64, j as i64]).collect();
+    let flat = path
+        .iter()
+        .flat_map(|&(i, j)| [i as i64, j as i64])
+        .collect();
     Array2::from_shape_vec((path.len(), 2), flat)
         .expect("two indices a cell")
         .into_pyarray(py)
@@ -68,7 +71,12 @@ pub fn twed_path<'py>(
     let positions: Vec<(usize, usize)> = path.edits.iter().map(|e| (e.i, e.j)).collect();
     let steps = path.edits.iter().map(|e| e.step.name()).collect();
     let costs: Vec<f64> = path.edits.iter().map(|e| e.cost).collect();
-    Ok((cells(py, &positions), steps, costs.into_pyarray(py), path.value))
+    Ok((
+        cells(py, &positions),
+        steps,
+        costs.into_pyarray(py),
+        path.value,
+    ))
 }
 
 #[pyfunction]
