@@ -1,15 +1,20 @@
 //! The public entry points: distance matrices (host batches or against a
 //! resident set), single distances, and Soft-DTW of paired batches with
-//! gradients. Each resolves the backend, computes, and checks the result.
+//! gradients; alignments (paths) of one pair. Each resolves the backend, computes, and checks the result.
 
 mod finite;
 mod matrix;
 mod on_device;
+mod paths;
 mod soft_dtw;
 
 pub use matrix::{distance, distance_matrix, distance_matrix_resident};
 pub use on_device::{
     soft_dtw_device_output_len, soft_dtw_pairs_on_device, DeviceBatchRef, SoftDtwOutputs,
+};
+pub use paths::{
+    dtw_path, hirschberg, soft_dtw_alignment, twed_path, Alignment, CpuLastColumn, Edit, EditPath,
+    EditStep, LastColumn, HIRSCHBERG_LEAF_CELLS, PATH_WORKSPACE_BYTES,
 };
 pub use soft_dtw::{
     soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,

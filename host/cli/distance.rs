@@ -1,9 +1,11 @@
 //! `timewarp distance`: the distance matrix, as CSV on stdout or a file.
 
+use super::plot::{self, HeatMap, PlotArgs, MAX_HEATMAP_SIDE};
 use super::{
     check_output_path, compute_matrix, print_csv, write_output, ComputeArgs, Failure, Input,
     MetricArgs, VariantArg,
 };
+use ndarray::Array2;
 use ndarray_npy::WritableElement;
 use std::path::{Path, PathBuf};
 use timewarp::{Backend, Float, Metric, Precision, Variant};
@@ -21,6 +23,9 @@ Examples:
 
   # DTW within a Sakoe-Chiba band of 10 samples
   timewarp distance a.ts b.ts --metric dtw --band 10
+
+  # DTW of GunPoint's test set against itself as a heat map, grouped by class
+  timewarp distance tests/data/GunPoint_TEST.ts --metric dtw --out d.npy --plot matrix.png
 
   # One long pair with TWED, a GPU thread per cell of each anti-diagonal
   timewarp distance long_a.npy long_b.npy --metric twed --device gpu --variant diagonal
@@ -43,6 +48,10 @@ pub struct Args {
     /// Write the matrix to PATH (.csv or .npy) instead of CSV on stdout
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
+    /// --plot: the matrix as a heat map, rows and columns grouped by class
+    /// when the files have labels
+    #[command(flatten)]
+    plot: PlotArgs,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
@@ -51,20 +60,65 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if let Some(out) = &args.out {
         check_output_path(out)?;
     }
+    args.plot.check()?;
     let a = Input::load(&args.a)?;
     let b = args.b.as_deref().map(Input::load).transpose()?;
     if let Some(b) = &b {
         a.check_same_dims(b)?;
     }
+    if args.plot.plot.is_some() {
+        plot::check_plot_limit("A (rows)", a.data.series.len(), MAX_HEATMAP_SIDE)?;
+        let columns = b.as_ref().unwrap_or(&a).data.series.len();
+        plot::check_plot_limit("B (columns)", columns, MAX_HEATMAP_SIDE)?;
+    }
     let backend = args.compute.backend()?;
     let out = args.out.as_deref();
-    match args.compute.precision {
-        Precision::F32 => emit::<f32>(&a, b.as_ref(), metric, backend, variant, out),
-        Precision::F64 => emit::<f64>(&a, b.as_ref(), metric, backend, variant, out),
-    }
+    let matrix = match args.compute.precision {
+        Precision::F32 => emit::<f32>(&a, b.as_ref(), metric, backend, variant, out)?,
+        Precision::F64 => emit::<f64>(&a, b.as_ref(), metric, backend, variant, out)?,
+    };
+    args.plot
+        .save_with(|| heat_map(matrix, &a, b.as_ref(), metric))
 }
 
-/// Computes the whole matrix in precision `T`, then writes it.
+/// The matrix with its rows and columns in class order, when both files
+/// have labels.
+fn heat_map(matrix: Array2<f64>, a: &Input, b: Option<&Input>, metric: Metric) -> HeatMap {
+    let b = b.unwrap_or(a);
+    let name = |input: &Input| {
+        let file = input.path.file_name().unwrap_or_default();
+        file.to_string_lossy().into_owned()
+    };
+    let mut map = HeatMap {
+        title: format!(
+            "{} distances",
+            metric.name().replace('_', "-").to_uppercase()
+        ),
+        x_label: format!("{} (columns)", name(b)),
+        y_label: format!("{} (rows)", name(a)),
+        values: matrix,
+        row_groups: None,
+        column_groups: None,
+        annotate: false,
+        path: Vec::new(),
+    };
+    if let (Some(rows), Some(columns)) = (&a.data.labels, &b.data.labels) {
+        let (row_order, row_groups) = plot::class_order(rows);
+        let (column_order, column_groups) = plot::class_order(columns);
+        let values = &map.values;
+        map.values = Array2::from_shape_fn(values.dim(), |(i, j)| {
+            values[[row_order[i], column_order[j]]]
+        });
+        map.x_label += ", by class";
+        map.y_label += ", by class";
+        map.row_groups = Some(row_groups);
+        map.column_groups = Some(column_groups);
+    }
+    map
+}
+
+/// Computes the whole matrix in precision `T`, writes it, and returns it
+/// (in f64, for the plot).
 fn emit<T: Float + WritableElement>(
     a: &Input,
     b: Option<&Input>,
@@ -72,10 +126,11 @@ fn emit<T: Float + WritableElement>(
     backend: Backend,
     variant: Option<Variant>,
     out: Option<&Path>,
-) -> Result<(), Failure> {
+) -> Result<Array2<f64>, Failure> {
     let matrix = compute_matrix::<T>(a, b, metric, backend, variant)?;
     match out {
-        Some(path) => write_output(path, matrix.view()),
-        None => print_csv(matrix.view()),
+        Some(path) => write_output(path, matrix.view())?,
+        None => print_csv(matrix.view())?,
     }
+    Ok(matrix.mapv(|v| v.to_f64()))
 }

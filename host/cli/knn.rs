@@ -1,5 +1,6 @@
 //! `timewarp knn`: k-nearest-neighbour classification and its accuracy.
 
+use super::plot::{self, HeatMap, PlotArgs, MAX_HEATMAP_SIDE};
 use super::{compute_resident_matrix, print, ComputeArgs, Failure, Input, MetricArgs, VariantArg};
 use ndarray::{Array2, ArrayView1};
 use std::cmp::{Ordering, Reverse};
@@ -36,6 +37,9 @@ pub struct Args {
     /// Neighbours that vote, from 1 to the number of training series
     #[arg(short, default_value_t = 1)]
     k: usize,
+    /// --plot: the confusion matrix (true classes in rows, predicted in columns)
+    #[command(flatten)]
+    plot: PlotArgs,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
@@ -44,10 +48,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if args.k == 0 {
         return Err(Failure::usage("-k 0: k must be at least 1"));
     }
+    args.plot.check()?;
     let train = Input::load(&args.train)?;
     let test = Input::load(&args.test)?;
     let (train_labels, test_labels) = (train.labels()?, test.labels()?);
     train.check_same_dims(&test)?;
+    let classes = classes(train_labels, test_labels);
+    if args.plot.plot.is_some() {
+        plot::check_plot_limit("the data (classes)", classes.len(), MAX_HEATMAP_SIDE)?;
+    }
     if args.k > train.data.len() {
         return Err(Failure::usage(format!(
             "-k {}: more than the {} series of {}",
@@ -65,17 +74,52 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
         Precision::F64 => compute_resident_matrix::<f64>(&test, &train, metric, backend, variant)?,
     };
-    let wrong = distances
+    let predicted: Vec<&str> = distances
         .outer_iter()
+        .map(|row| classify(row, train_labels, args.k))
+        .collect();
+    let wrong = predicted
+        .iter()
         .zip(test_labels)
-        .filter(|(row, label)| classify(*row, train_labels, args.k) != label.as_str())
+        .filter(|(p, label)| **p != label.as_str())
         .count();
     let n = test_labels.len() as f64;
     print(&format!(
         "accuracy: {:.6}\nerror: {:.6}\n",
         (n - wrong as f64) / n,
         wrong as f64 / n
-    ))
+    ))?;
+    args.plot.save_with(|| {
+        let index = |label: &str| classes.iter().position(|c| c == label).unwrap_or(0);
+        let mut counts = Array2::<f64>::zeros((classes.len(), classes.len()));
+        for (truth, guess) in test_labels.iter().zip(&predicted) {
+            counts[[index(truth), index(guess)]] += 1.0;
+        }
+        let one_each = classes.iter().map(|c| (c.clone(), 1)).collect::<Vec<_>>();
+        HeatMap {
+            values: counts,
+            title: format!(
+                "{}-NN confusion, accuracy {:.4}",
+                args.k,
+                (n - wrong as f64) / n
+            ),
+            x_label: "predicted class".into(),
+            y_label: "true class".into(),
+            row_groups: Some(one_each.clone()),
+            column_groups: Some(one_each),
+            annotate: true,
+            path: Vec::new(),
+        }
+    })
+}
+
+/// Every class of either set, in [`plot::class_order`]'s order.
+fn classes(train: &[String], test: &[String]) -> Vec<String> {
+    let mut all: Vec<String> = train.iter().chain(test).cloned().collect();
+    all.sort();
+    all.dedup();
+    let (_, groups) = plot::class_order(&all);
+    groups.into_iter().map(|(name, _)| name).collect()
 }
 
 /// The class of a test series from its distances to the training series:

@@ -3,15 +3,18 @@
 //! `timewarp: <problem>`, with exit status 2 for bad input or usage and 1
 //! for a failing GPU; nothing panics, and `--out` is written only on success.
 
+mod align;
 mod bench;
 mod distance;
 mod info;
 mod knn;
 mod matrix;
 mod output;
+mod plot;
 
 pub use output::{
     check_output_path, print, print_csv, progress_bar, set_fraction_done, work_bar, write_output,
+    write_text,
 };
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -56,6 +59,10 @@ enum Command {
     /// k-nearest-neighbour classification of a test set by a training set
     #[command(after_help = knn::EXAMPLES)]
     Knn(knn::Args),
+    /// The alignment of two series: DTW's warping path, TWED's edit path
+    /// or Soft-DTW's expected alignment, as CSV and as a plot
+    #[command(after_help = align::EXAMPLES)]
+    Align(align::Args),
     /// Version, GPUs and kernels found, CPU threads
     #[command(after_help = info::EXAMPLES)]
     Info(info::Args),
@@ -71,6 +78,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Distance(args) => distance::run(args),
         Command::Knn(args) => knn::run(args),
+        Command::Align(args) => align::run(args),
         Command::Info(args) => info::run(args),
         Command::Bench(args) => bench::run(args),
     };

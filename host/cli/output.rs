@@ -96,6 +96,17 @@ pub fn write_output<T: Float + WritableElement>(
     })
 }
 
+/// Writes `text` to `path` through a temporary file in the same folder,
+/// renamed at the end, like [`write_output`].
+pub fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
+    let temporary = temporary_path(path);
+    let result = std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, path));
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        Failure::usage(format!("{}: {e}", path.display()))
+    })
+}
+
 /// A progress bar on stderr of `total` steps, drawn only when stderr is a
 /// terminal, so that it never mixes into redirected output.
 pub fn progress_bar(total: u64) -> ProgressBar {

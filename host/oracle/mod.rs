@@ -25,6 +25,9 @@
 
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
 
+mod paths;
+pub use paths::{dtw_path, soft_dtw_alignment, twed_path, TwedStep};
+
 const INF: f64 = f64::INFINITY;
 
 /// TWED (Marteau 2009), as in Marteau's reference C code, generalised to
@@ -214,51 +217,12 @@ pub fn soft_dtw_with_gradient_banded(
     gamma: f64,
     band: Option<usize>,
 ) -> (f64, Array2<f64>) {
-    let (delta, r) = soft_dtw_forward(a, b, gamma, band);
+    let (e, value) = soft_dtw_alignment(a, b, gamma, band);
     let (n, m) = (a.nrows(), b.nrows());
-    let value = r[[n, m]];
-    let inside =
-        |i: usize, j: usize| band.is_none_or(|w| in_sakoe_chiba_band(i - 1, j - 1, n, m, w));
-
-    let mut rx = Array2::from_elem((n + 2, m + 2), f64::NEG_INFINITY);
-    for i in 1..=n {
-        for j in 1..=m {
-            if inside(i, j) {
-                rx[[i, j]] = r[[i, j]];
-            }
-        }
-    }
-    rx[[n + 1, m + 1]] = value;
-    let mut dx = Array2::<f64>::zeros((n + 2, m + 2));
-    dx.slice_mut(s![1..=n, 1..=m]).assign(&delta);
-    // Weight of the step (i, j) -> (i2, j2). The interior R[i][j] in the
-    // band is finite, so the only infinities are the -inf borders and
-    // out-of-band cells, whose weight is exp(-inf) = 0; they are handled
-    // explicitly to keep inf arithmetic out.
-    let weight = |i2: usize, j2: usize, i: usize, j: usize| {
-        if rx[[i2, j2]] == f64::NEG_INFINITY {
-            0.0
-        } else {
-            ((rx[[i2, j2]] - rx[[i, j]] - dx[[i2, j2]]) / gamma).exp()
-        }
-    };
-    let mut e = Array2::<f64>::zeros((n + 2, m + 2));
-    e[[n + 1, m + 1]] = 1.0;
-    for i in (1..=n).rev() {
-        for j in (1..=m).rev() {
-            if !inside(i, j) {
-                continue; // E stays 0
-            }
-            e[[i, j]] = e[[i + 1, j]] * weight(i + 1, j, i, j)
-                + e[[i, j + 1]] * weight(i, j + 1, i, j)
-                + e[[i + 1, j + 1]] * weight(i + 1, j + 1, i, j);
-        }
-    }
-
     let mut grad = Array2::<f64>::zeros(a.raw_dim());
     for i in 0..n {
         for j in 0..m {
-            let w = e[[i + 1, j + 1]];
+            let w = e[[i, j]];
             for k in 0..a.ncols() {
                 grad[[i, k]] += w * 2.0 * (a[[i, k]] - b[[j, k]]);
             }

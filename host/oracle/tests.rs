@@ -431,3 +431,107 @@ proptest! {
         prop_assert!(ac <= ab + bc + 1e-12 * (ab + bc), "{} > {} + {}", ac, ab, bc);
     }
 }
+
+// ---------------------------------------------------------------- paths
+
+#[test]
+fn dtw_path_by_hand() {
+    // The matrix of dtw_by_hand: C11 = 0, C12 = 4, C21 = 1, C22 = 1,
+    // C31 = 5, C32 = 1. From (3, 2) the predecessors are C21 = 1 (diagonal),
+    // C22 = 1 (above) and C31 = 5 (left): a tie, and the diagonal wins, to
+    // (2, 1); from there only C11 (above) is finite. Both (0,0) (1,0) (2,1)
+    // and (0,0) (1,1) (2,1) cost 1; the tie rule picks the first.
+    let (a, b) = (col(&[0.0, 1.0, 2.0]), col(&[0.0, 2.0]));
+    let (path, value) = dtw_path(a.view(), b.view(), None);
+    assert_eq!(path, vec![(0, 0), (1, 0), (2, 1)]);
+    assert_eq!(value, 1.0);
+
+    // 3 x 3: a = [0, 1, 2], b = [0, 0, 2]; costs by rows
+    //   a=0: 0 0 4 | a=1: 1 1 1 | a=2: 4 4 0
+    // C11 = 0, C12 = 0, C13 = 4; C21 = 1, C22 = 1 + min(0, 0, 1) = 1,
+    // C23 = 1 + min(0, 4, 1) = 1; C31 = 5, C32 = 4 + min(1, 1, 5) = 5,
+    // C33 = 0 + min(C22 = 1, C23 = 1, C32 = 5) = 1: diagonal and above tie,
+    // the diagonal wins; from (2, 2): C11 = 0, C12 = 0, C21 = 1: diagonal
+    // and above tie again, so (1, 1), then (1, 1) is the origin.
+    let (a, b) = (col(&[0.0, 1.0, 2.0]), col(&[0.0, 0.0, 2.0]));
+    let (path, value) = dtw_path(a.view(), b.view(), None);
+    assert_eq!(path, vec![(0, 0), (1, 1), (2, 2)]);
+    assert_eq!(value, 1.0);
+
+    // dtw_by_hand's second pair. Band 0 (j in [i, i + 1]): C11 = 0,
+    // C12 = 25, C22 = 25, C23 = 50, C33 = 25, C34 = 25. From (3, 4): left
+    // (C33 = 25 against C23 = 50); from (3, 3) and (2, 2): diagonal.
+    // Unbanded, the zero-cost path repeats a_0 and then b_1 .. b_3 meet a_2.
+    let (a, b) = (col(&[0.0, 0.0, 5.0]), col(&[0.0, 5.0, 5.0, 5.0]));
+    let (path, value) = dtw_path(a.view(), b.view(), Some(0));
+    assert_eq!(path, vec![(0, 0), (1, 1), (2, 2), (2, 3)]);
+    assert_eq!(value, 25.0);
+    let (path, value) = dtw_path(a.view(), b.view(), None);
+    assert_eq!(path, vec![(0, 0), (1, 0), (2, 1), (2, 2), (2, 3)]);
+    assert_eq!(value, 0.0);
+}
+
+#[test]
+fn dtw_path_agrees_with_the_value_on_random_pairs() {
+    for (seed, n, m, band) in [(1, 7, 5, None), (2, 9, 9, Some(1)), (3, 1, 6, None)] {
+        let (a, b) = (series(seed, n, 2), series(seed + 50, m, 2));
+        let (path, value) = dtw_path(a.view(), b.view(), band);
+        assert_eq!(value, dtw(a.view(), b.view(), band));
+        let cost: f64 = path
+            .iter()
+            .map(|&(i, j)| sq_euclidean(a.row(i), b.row(j)))
+            .sum();
+        assert_relative_eq!(cost, value, max_relative = 1e-14);
+        assert_eq!(path[0], (0, 0));
+        assert_eq!(*path.last().unwrap(), (n - 1, m - 1));
+    }
+}
+
+#[test]
+fn twed_path_by_hand() {
+    // a = [1, 2], b = [1], nu = 0, lambda = 1, degree 1; padded a = [0, 1, 2],
+    // b = [0, 1]. D11 = |1 - 1| + |0 - 0| = 0; D21 = min(match from D10 =
+    // inf, delete a_2 from D11: 0 + |2 - 1| + 1 = 2, delete from D20 = inf).
+    let (a, b) = (col(&[1.0, 2.0]), col(&[1.0]));
+    let (ta, tb) = (Array1::from(vec![1.0, 2.0]), Array1::from(vec![1.0]));
+    let (steps, value) = twed_path(a.view(), ta.view(), b.view(), tb.view(), 0.0, 1.0, 1.0);
+    assert_eq!(
+        steps,
+        vec![(TwedStep::Match, 0, 0, 0.0), (TwedStep::DeleteA, 1, 0, 2.0)]
+    );
+    assert_eq!(value, 2.0);
+
+    // Random pairs: the costs add up to twed's value.
+    let (a, b) = (series(4, 8, 2), series(5, 6, 2));
+    let (ta, tb) = (times(6, 8), times(7, 6));
+    let (steps, value) = twed_path(a.view(), ta.view(), b.view(), tb.view(), 0.1, 0.5, 2.0);
+    let expected = twed(a.view(), ta.view(), b.view(), tb.view(), 0.1, 0.5, 2.0);
+    // The same terms, added in another order.
+    assert_relative_eq!(value, expected, max_relative = 1e-14);
+    let total: f64 = steps.iter().map(|s| s.3).sum();
+    assert_relative_eq!(total, value, max_relative = 1e-13);
+    assert_eq!(
+        (steps[0].0, steps[0].1, steps[0].2),
+        (TwedStep::Match, 0, 0)
+    );
+    assert_eq!(steps.last().map(|s| (s.1, s.2)), Some((7, 5)));
+}
+
+#[test]
+fn soft_dtw_alignment_by_hand_and_at_small_gamma() {
+    // One cell: every alignment passes through it.
+    let (e, value) = soft_dtw_alignment(col(&[1.0]).view(), col(&[3.0]).view(), 1.0, None);
+    assert_eq!(e, array![[1.0]]);
+    assert_eq!(value, 4.0);
+    // As gamma goes to 0, E tends to the indicator of the DTW path.
+    let (a, b) = (series(8, 9, 1), series(9, 7, 1));
+    let (e, _) = soft_dtw_alignment(a.view(), b.view(), 1e-4, None);
+    let (path, _) = dtw_path(a.view(), b.view(), None);
+    for ((i, j), &w) in e.indexed_iter() {
+        let on_path = path.contains(&(i, j));
+        assert!(
+            (w - f64::from(u8::from(on_path))).abs() < 1e-6,
+            "E[{i}][{j}] = {w}"
+        );
+    }
+}

@@ -5,6 +5,8 @@
 //! crate with the GIL released. Every error is a `TimewarpError` (a
 //! `ValueError`) with the crate's one-line message.
 
+mod paths;
+
 use ndarray::{Array2, Array3};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyReadonlyArray3};
 use pyo3::create_exception;
@@ -646,6 +648,9 @@ fn _timewarp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(soft_dtw_pairs_cuda, m)?)?;
     m.add_function(wrap_pyfunction!(soft_dtw_cuda_output_len, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(paths::dtw_path, m)?)?;
+    m.add_function(wrap_pyfunction!(paths::twed_path, m)?)?;
+    m.add_function(wrap_pyfunction!(paths::soft_dtw_alignment, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_available, m)?)?;
     m.add_class::<Resident>()?;

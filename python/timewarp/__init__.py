@@ -25,6 +25,7 @@ from ._core import (
     soft_dtw_values,
 )
 from ._inputs import is_torch_tensor
+from ._paths import dtw_path, soft_dtw_alignment, twed_path
 from ._timewarp import TimewarpError, __version__
 from .neighbors import KNeighborsClassifier
 
@@ -35,11 +36,14 @@ __all__ = [
     "__version__",
     "cdist",
     "distance",
+    "dtw_path",
     "gpu_available",
     "info",
     "load",
     "soft_dtw",
+    "soft_dtw_alignment",
     "soft_dtw_gradient",
+    "twed_path",
 ]
 
 

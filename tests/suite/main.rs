@@ -9,6 +9,7 @@
 //! | `matrix` | distance matrices: measure x variant x precision x shape against the oracle |
 //! | `long_pairs` | pairs of 65,536 to 100,003 samples against the CPU backend |
 //! | `resident` | resident sets and the streamed pipeline, every budget |
+//! | `paths` | alignments: DTW and TWED paths, Soft-DTW's expected alignment, Hirschberg, `align` and plots |
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
@@ -26,4 +27,5 @@ mod long_pairs;
 mod matrix;
 mod oracle;
 mod paired;
+mod paths;
 mod resident;

@@ -1,0 +1,152 @@
+//! Alignments: the path behind a distance. DTW's warping path, TWED's
+//! edit path and Soft-DTW's expected alignment of one pair, with the value.
+//!
+//! DTW and TWED keep one byte a cell for the steps (of the Sakoe-Chiba
+//! band only, when there is one) and two rows of costs; an unbanded DTW
+//! pair whose steps exceed [`PATH_WORKSPACE_BYTES`] is solved in memory
+//! linear in its lengths by Hirschberg's divide and conquer
+//! ([`hirschberg`]), over whole last columns of sub-pairs that a
+//! [`LastColumn`] provider computes. Everything runs on the CPU for every
+//! `Device` for now; the GPU provider of last columns is added separately
+//! and plugs into [`hirschberg`]. Ties between equally cheap steps follow
+//! one rule (docs/algorithms.md, "Paths"): the diagonal, then the step from
+//! the row above, then the one from the left.
+
+mod dtw;
+mod hirschberg;
+mod soft;
+mod twed;
+mod types;
+
+pub use hirschberg::{hirschberg, CpuLastColumn, LastColumn, HIRSCHBERG_LEAF_CELLS};
+pub use types::{Alignment, Edit, EditPath, EditStep};
+
+use crate::{ComputeOptions, Dtw, Error, Float, Result, SeriesSet, SoftDtw, Twed};
+use ndarray::{Array2, ArrayView2};
+use types::Samples;
+
+/// The memory the whole-matrix computations may take: DTW's and TWED's
+/// steps (one byte a cell) and Soft-DTW's two padded matrices.
+pub const PATH_WORKSPACE_BYTES: usize = 1 << 30;
+
+/// Checks a pair as `distance` does (non-empty, finite, equal dimensions).
+fn check_pair<T: Float>(x: ArrayView2<T>, y: ArrayView2<T>) -> Result<()> {
+    SeriesSet::from_series([x])?;
+    SeriesSet::from_series([y])?;
+    if x.ncols() != y.ncols() {
+        return Err(Error::DimensionMismatch {
+            first: x.ncols(),
+            second: y.ncols(),
+        });
+    }
+    Ok(())
+}
+
+/// An error naming what a pair needs beyond [`PATH_WORKSPACE_BYTES`].
+fn too_large(what: &str, (n, m): (usize, usize), bytes: u128, remedy: &str) -> Error {
+    Error::InvalidInput(format!(
+        "{what} of a {n} x {m} pair needs {} MiB, more than the {} MiB the path \
+         functions may take{remedy}",
+        bytes.div_ceil(1 << 20),
+        PATH_WORKSPACE_BYTES >> 20
+    ))
+}
+
+/// The optimal DTW warping path of `x` against `y` (`length x dims` each),
+/// with `dtw`'s band, and its value, which is [`crate::distance`]'s.
+///
+/// Memory: one byte per cell of the pair (of the band, with one) up to
+/// [`PATH_WORKSPACE_BYTES`]; beyond that, without a band, linear in the
+/// lengths ([`hirschberg`]), which takes about twice the time. Computed on
+/// the CPU whatever `options.device` says.
+///
+/// Errors: an empty or non-finite series, samples of different
+/// dimensions, a band too wide for the workspace, a value that overflowed
+/// the precision.
+pub fn dtw_path<T: Float>(
+    x: ArrayView2<T>,
+    y: ArrayView2<T>,
+    dtw: Dtw,
+    options: &ComputeOptions,
+) -> Result<Alignment<T>> {
+    let _ = options;
+    check_pair(x, y)?;
+    let (n, m) = (x.nrows(), y.nrows());
+    let cells = dtw::cells(n, m, dtw.band());
+    if cells <= PATH_WORKSPACE_BYTES as u128 {
+        return dtw::traceback(&Samples::new(x), &Samples::new(y), dtw.band());
+    }
+    if dtw.band().is_some() {
+        // Sub-pairs of a band are not banded pairs: no divide and conquer.
+        return Err(too_large(
+            "the DTW path within this band",
+            (n, m),
+            cells,
+            "; narrow the band or drop it",
+        ));
+    }
+    hirschberg(x, y, &CpuLastColumn, HIRSCHBERG_LEAF_CELLS)
+}
+
+/// The optimal TWED edit path of `x` against `y` (`length x dims` each,
+/// sample `k` at time `k`, as [`crate::distance`] takes them), and its
+/// value, which is [`crate::distance`]'s: each step with the cell it
+/// reaches and its cost, the costs adding up to the value. Computed on the
+/// CPU whatever `options.device` says.
+///
+/// Errors: as [`dtw_path`]'s, and a pair whose steps (one byte a cell)
+/// exceed [`PATH_WORKSPACE_BYTES`].
+pub fn twed_path<T: Float>(
+    x: ArrayView2<T>,
+    y: ArrayView2<T>,
+    twed: Twed,
+    options: &ComputeOptions,
+) -> Result<EditPath<T>> {
+    let _ = options;
+    check_pair(x, y)?;
+    let (n, m) = (x.nrows(), y.nrows());
+    let cells = n as u128 * m as u128;
+    if cells > PATH_WORKSPACE_BYTES as u128 {
+        return Err(too_large("the TWED edit path", (n, m), cells, ""));
+    }
+    twed::traceback(&Samples::new(x), &Samples::new(y), twed)
+}
+
+/// Soft-DTW's expected alignment of `x` against `y` (`n x m`: entry
+/// `(i, j)` is the derivative of the value with respect to the cost
+/// `||x_i - y_j||^2`, the weight of that cell over all alignments, 0
+/// outside the band) and the value, which is [`crate::distance`]'s.
+/// Computed on the CPU whatever `options.device` says.
+///
+/// Errors: as [`dtw_path`]'s, the divergence (whose alignment is not one
+/// matrix), and a pair whose two matrices exceed [`PATH_WORKSPACE_BYTES`],
+/// refused before anything is allocated.
+pub fn soft_dtw_alignment<T: Float>(
+    x: ArrayView2<T>,
+    y: ArrayView2<T>,
+    soft: SoftDtw,
+    options: &ComputeOptions,
+) -> Result<(Array2<T>, T)> {
+    let _ = options;
+    check_pair(x, y)?;
+    if soft.is_divergence() {
+        return Err(Error::InvalidInput(
+            "the alignment is of Soft-DTW itself, not of the divergence".into(),
+        ));
+    }
+    let (n, m) = (x.nrows(), y.nrows());
+    let bytes = soft::workspace_values(n, m) * std::mem::size_of::<T>() as u128;
+    if bytes > PATH_WORKSPACE_BYTES as u128 {
+        return Err(too_large(
+            "Soft-DTW's expected alignment",
+            (n, m),
+            bytes,
+            "",
+        ));
+    }
+    let (alignment, value) = soft::alignment(&Samples::new(x), &Samples::new(y), soft);
+    if !value.is_finite() || !crate::float::all_finite(alignment.as_slice().unwrap_or(&[])) {
+        return Err(Error::Overflow { precision: T::NAME });
+    }
+    Ok((alignment, value))
+}

@@ -1,0 +1,319 @@
+//! `timewarp align`: the alignment of two series, as CSV and as a plot.
+
+use super::plot::{self, AlignmentFigure, HeatMap, PlotArgs};
+use super::{
+    check_output_path, counted, describe, options_for, print, write_output, write_text,
+    ComputeArgs, Failure, Input, MetricArgs,
+};
+use ndarray::{Array2, ArrayView2};
+use ndarray_npy::WritableElement;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use timewarp::{
+    dtw_path, soft_dtw_alignment, twed_path, ComputeOptions, EditStep, Float, Metric, Precision,
+};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  # DTW's warping path of test series 0 and training series 3 of GunPoint, CSV on stdout
+  timewarp align tests/data/GunPoint_TEST.ts tests/data/GunPoint_TRAIN.ts --metric dtw --index 0 3
+
+  # TWED's edit path of two one-series files, written to a file, with a plot
+  timewarp align a.csv b.csv --metric twed --out steps.csv --plot alignment.png
+
+  # Soft-DTW's expected alignment matrix within a band of 10 samples
+  timewarp align a.npy b.npy --metric soft-dtw --gamma 0.1 --index-a 2 --index-b 2 --out e.npy
+
+Output: DTW writes the path's cells, `i,j` (0-based sample indices, from 0,0 to
+the last samples); TWED its steps, `step,i,j,cost` (match, delete-x or delete-y,
+the cell the step reaches, its cost); Soft-DTW the n x m expected alignment.
+The value is printed on stderr. Paths are computed on the CPU, in memory linear
+in the lengths for long DTW pairs. Plots show the first dimension of each
+series, up to 5000 samples, and the matrix beside it up to 400 x 400.";
+
+/// Samples of a series beyond which `--plot` is refused.
+const MAX_PLOT_SAMPLES: usize = 5000;
+/// The matrix is drawn beside the series when both sides are at most this.
+const MAX_MATRIX_SIDE: usize = 400;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The file of the first series (.ts, .tsv, .txt, .csv or .npy)
+    a: PathBuf,
+    /// The file of the second series
+    b: PathBuf,
+    #[command(flatten)]
+    metric: MetricArgs,
+    #[command(flatten)]
+    compute: ComputeArgs,
+    /// The series of A and of B to align (0-based); needed for files of
+    /// more than one series
+    #[arg(long, num_args = 2, value_names = ["I", "J"], conflicts_with_all = ["index_a", "index_b"])]
+    index: Option<Vec<usize>>,
+    /// The series of A to align (0-based)
+    #[arg(long, value_name = "I")]
+    index_a: Option<usize>,
+    /// The series of B to align (0-based)
+    #[arg(long, value_name = "J")]
+    index_b: Option<usize>,
+    /// Write the alignment to PATH (.csv; Soft-DTW also .npy) instead of stdout
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    plot: PlotArgs,
+}
+
+/// The series `index` of `input` (the only one when `index` is `None`).
+fn pick(input: &Input, index: Option<usize>, flag: &str) -> Result<Array2<f64>, Failure> {
+    let count = input.data.series.len();
+    let index = match index {
+        Some(k) if k < count => k,
+        Some(k) => {
+            return Err(Failure::usage(format!(
+                "{flag} {k}: {} has {}",
+                input.path.display(),
+                counted(count, "series", "series")
+            )))
+        }
+        None if count == 1 => 0,
+        None => {
+            return Err(Failure::usage(format!(
+                "{} has {count} series; pick one with --index I J or {flag}",
+                input.path.display()
+            )))
+        }
+    };
+    Ok(input.data.series[index].clone())
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    let metric = args.metric.metric()?;
+    if let Some(out) = &args.out {
+        check_output_path(out)?;
+        let npy = out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("npy"));
+        if npy && !matches!(metric, Metric::SoftDtw(_)) {
+            return Err(Failure::usage(format!(
+                "{}: a path is written as .csv (only Soft-DTW's matrix also as .npy)",
+                out.display()
+            )));
+        }
+    }
+    args.plot.check()?;
+    let (a, b) = (Input::load(&args.a)?, Input::load(&args.b)?);
+    a.check_same_dims(&b)?;
+    let (index_a, index_b) = match &args.index {
+        Some(both) => (Some(both[0]), Some(both[1])),
+        None => (args.index_a, args.index_b),
+    };
+    let x = pick(&a, index_a, "--index-a")?;
+    let y = pick(&b, index_b, "--index-b")?;
+    if args.plot.plot.is_some() {
+        plot::check_plot_limit("the first series", x.nrows(), MAX_PLOT_SAMPLES)?;
+        plot::check_plot_limit("the second series", y.nrows(), MAX_PLOT_SAMPLES)?;
+    }
+    let options = options_for(args.compute.backend()?);
+    let names = (name(&args.a, index_a), name(&args.b, index_b));
+    match args.compute.precision {
+        Precision::F32 => emit::<f32>(&args, metric, (x, y), names, &options),
+        Precision::F64 => emit::<f64>(&args, metric, (x, y), names, &options),
+    }
+}
+
+/// `file.csv` or `file.ts [3]`, for the plot's legend.
+fn name(path: &Path, index: Option<usize>) -> String {
+    let file = path.file_name().unwrap_or_default().to_string_lossy();
+    index.map_or(file.to_string(), |k| format!("{file} [{k}]"))
+}
+
+/// What a metric's alignment gives: the CSV text or the matrix, and the
+/// figure's pieces.
+struct Computed<T> {
+    text: Option<String>,
+    matrix: Option<Array2<T>>,
+    value: T,
+    steps: String,
+    links: Vec<(usize, usize, f64)>,
+    deleted: (Vec<usize>, Vec<usize>),
+    path: Vec<(usize, usize)>,
+}
+
+fn compute<T: Float>(
+    metric: Metric,
+    x: ArrayView2<T>,
+    y: ArrayView2<T>,
+    options: &ComputeOptions,
+) -> Result<Computed<T>, Failure> {
+    Ok(match metric {
+        Metric::Dtw(dtw) => {
+            let alignment = dtw_path(x, y, dtw, options)?;
+            let mut text = String::from("i,j\n");
+            for &(i, j) in &alignment.path {
+                text += &format!("{i},{j}\n");
+            }
+            Computed {
+                text: Some(text),
+                matrix: None,
+                value: alignment.value,
+                steps: counted(alignment.path.len(), "cell", "cells"),
+                links: alignment.path.iter().map(|&(i, j)| (i, j, 1.0)).collect(),
+                deleted: (Vec::new(), Vec::new()),
+                path: alignment.path,
+            }
+        }
+        Metric::Twed(twed) => {
+            let edits = twed_path(x, y, twed, options)?;
+            let mut text = String::from("step,i,j,cost\n");
+            let mut computed = Computed {
+                text: None,
+                matrix: None,
+                value: edits.value,
+                steps: counted(edits.edits.len(), "step", "steps"),
+                links: Vec::new(),
+                deleted: (Vec::new(), Vec::new()),
+                path: Vec::new(),
+            };
+            for edit in &edits.edits {
+                text += &format!("{},{},{},{}\n", edit.step.name(), edit.i, edit.j, edit.cost);
+                computed.path.push((edit.i, edit.j));
+                match edit.step {
+                    EditStep::Match => computed.links.push((edit.i, edit.j, 1.0)),
+                    EditStep::DeleteX => computed.deleted.0.push(edit.i),
+                    EditStep::DeleteY => computed.deleted.1.push(edit.j),
+                }
+            }
+            computed.text = Some(text);
+            computed
+        }
+        Metric::SoftDtw(soft) => {
+            let (matrix, value) = soft_dtw_alignment(x, y, soft, options)?;
+            // Cells that carry a visible share of the alignments.
+            let links = matrix
+                .indexed_iter()
+                .filter(|(_, w)| w.to_f64() >= 0.05)
+                .map(|((i, j), w)| (i, j, w.to_f64()))
+                .collect();
+            Computed {
+                text: None,
+                steps: format!("{} x {} matrix", matrix.nrows(), matrix.ncols()),
+                matrix: Some(matrix),
+                value,
+                links,
+                deleted: (Vec::new(), Vec::new()),
+                path: Vec::new(),
+            }
+        }
+    })
+}
+
+fn emit<T: Float + WritableElement>(
+    args: &Args,
+    metric: Metric,
+    (x, y): (Array2<f64>, Array2<f64>),
+    names: (String, String),
+    options: &ComputeOptions,
+) -> Result<(), Failure> {
+    let (xt, yt) = (x.mapv(T::from_f64), y.mapv(T::from_f64));
+    let start = Instant::now();
+    let computed = compute(metric, xt.view(), yt.view(), options)?;
+    eprintln!(
+        "{}: {} ({}) in {} ms on {} ({})",
+        metric.name(),
+        computed.value,
+        computed.steps,
+        super::three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
+        describe(timewarp::Backend::Cpu),
+        T::NAME
+    );
+    match (&computed.text, &computed.matrix, &args.out) {
+        (Some(text), _, Some(out)) => write_text(out, text)?,
+        (Some(text), _, None) => print(text)?,
+        (None, Some(matrix), Some(out)) => write_output(out, matrix.view())?,
+        (None, Some(matrix), None) => super::print_csv(matrix.view())?,
+        (None, None, _) => {}
+    }
+    args.plot
+        .save_with(|| figure(metric, &x, &y, names, computed))
+}
+
+fn figure<T: Float>(
+    metric: Metric,
+    x: &Array2<f64>,
+    y: &Array2<f64>,
+    (x_name, y_name): (String, String),
+    computed: Computed<T>,
+) -> AlignmentFigure {
+    let (n, m) = (x.nrows(), y.nrows());
+    let dims = if x.ncols() > 1 {
+        format!(", dimension 1 of {}", x.ncols())
+    } else {
+        String::new()
+    };
+    let value = format_value(computed.value.to_f64());
+    let (title, matrix_title, matrix) = match metric {
+        Metric::SoftDtw(_) => (
+            format!("Soft-DTW expected alignment, value {value}{dims}"),
+            "expected alignment E",
+            computed.matrix.map(|e| e.mapv(|v| v.to_f64())),
+        ),
+        Metric::Twed(twed) => (
+            format!("TWED edit path, value {value}{dims}"),
+            "Lp distance of the samples",
+            Some(Array2::from_shape_fn((n, m), |(i, j)| {
+                let p = twed.degree();
+                let sum: f64 = x
+                    .row(i)
+                    .iter()
+                    .zip(y.row(j))
+                    .map(|(u, v)| (u - v).abs().powf(p))
+                    .sum();
+                sum.powf(1.0 / p)
+            })),
+        ),
+        Metric::Dtw(_) => (
+            format!("DTW warping path, value {value}{dims}"),
+            "squared Euclidean cost",
+            Some(Array2::from_shape_fn((n, m), |(i, j)| {
+                x.row(i)
+                    .iter()
+                    .zip(y.row(j))
+                    .map(|(u, v)| (u - v) * (u - v))
+                    .sum()
+            })),
+        ),
+    };
+    let matrix = matrix.filter(|_| n <= MAX_MATRIX_SIDE && m <= MAX_MATRIX_SIDE);
+    AlignmentFigure {
+        title,
+        x: x.column(0).to_vec(),
+        y: y.column(0).to_vec(),
+        x_name,
+        y_name,
+        links: computed.links,
+        deleted_x: computed.deleted.0,
+        deleted_y: computed.deleted.1,
+        matrix: matrix.map(|values| HeatMap {
+            values,
+            title: matrix_title.into(),
+            x_label: "second series, sample j".into(),
+            y_label: "first series, sample i".into(),
+            row_groups: None,
+            column_groups: None,
+            annotate: false,
+            path: computed.path,
+        }),
+    }
+}
+
+/// A value with four significant digits for a title.
+fn format_value(value: f64) -> String {
+    if value != 0.0 && !(1e-3..1e6).contains(&value.abs()) {
+        format!("{value:.3e}")
+    } else {
+        format!("{:.4}", value)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}

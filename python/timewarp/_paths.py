@@ -1,0 +1,68 @@
+"""Alignments of one pair: DTW's warping path, TWED's edit path, Soft-DTW's
+expected alignment (computed in float64 on the CPU)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _timewarp as _ext
+from ._core import _band, _float
+from ._timewarp import TimewarpError
+
+
+def _series(x: Any, name: str) -> np.ndarray:
+    """One series as a C-contiguous float64 ``(length, dims)`` array."""
+    array = np.asarray(x, dtype=np.float64)
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise TimewarpError(f"{name}: one series, (length,) or (length, dims); got shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
+def dtw_path(x: Any, y: Any, band: Optional[int] = None, device: str = "auto"):
+    """DTW's optimal warping path of `x` against `y` (``(length,)`` or
+    ``(length, dims)`` each) and its value, which is ``cdist``'s.
+
+    Returns ``(path, value)``: `path` a ``(k, 2)`` int64 array of the cells
+    ``(i, j)`` from ``(0, 0)`` to ``(n-1, m-1)``. Ties between equally cheap
+    steps prefer the diagonal, then ``(i-1, j)``, then ``(i, j-1)``. Long
+    pairs take memory linear in their lengths (Hirschberg's algorithm).
+    """
+    return _ext.dtw_path(_series(x, "x"), _series(y, "y"), _band(band), device)
+
+
+def twed_path(
+    x: Any,
+    y: Any,
+    nu: float = 0.001,
+    lmbda: float = 1.0,
+    degree: float = 2.0,
+    device: str = "auto",
+):
+    """TWED's optimal edit path of `x` against `y` (samples at times 0, 1,
+    2, ...) and its value. Returns ``(path, steps, costs, value)``: `path`
+    the ``(k, 2)`` cells the steps reach, `steps` their kinds (``"match"``,
+    ``"delete-x"``, ``"delete-y"``), `costs` their costs, adding up to
+    `value`."""
+    return _ext.twed_path(
+        _series(x, "x"),
+        _series(y, "y"),
+        _float("nu", nu),
+        _float("lmbda", lmbda),
+        _float("degree", degree),
+        device,
+    )
+
+
+def soft_dtw_alignment(
+    x: Any, y: Any, gamma: float = 1.0, band: Optional[int] = None, device: str = "auto"
+):
+    """Soft-DTW's expected alignment ``(n, m)`` (the derivative of the value
+    with respect to each cell's cost; 0 outside the band) and the value.
+    Pairs whose two matrices exceed 1 GiB are refused before any work."""
+    return _ext.soft_dtw_alignment(
+        _series(x, "x"), _series(y, "y"), _float("gamma", gamma), _band(band), device
+    )

@@ -1,0 +1,240 @@
+//! `timewarp align` and `--plot` end to end.
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use assert_cmd::Command;
+use ndarray::Array2;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+use timewarp::{dtw_path, ComputeOptions, Device, Dtw};
+
+fn timewarp() -> Command {
+    cargo_bin_cmd!("timewarp")
+}
+
+fn bundled(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// A `.csv` file of one univariate series.
+fn one_series(dir: &TempDir, name: &str, values: &[f64]) -> PathBuf {
+    let path = dir.path().join(name);
+    let line: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    std::fs::write(&path, line.join(",") + "\n").unwrap();
+    path
+}
+
+fn wave(n: usize, phase: f64) -> Vec<f64> {
+    (0..n).map(|t| (t as f64 * 0.3 + phase).sin()).collect()
+}
+
+/// A PNG's width and height from its IHDR chunk.
+fn png_size(path: &Path) -> (u32, u32) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(
+        &bytes[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is not a PNG",
+        path.display()
+    );
+    let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (word(16), word(20))
+}
+
+/// An SVG's width and height attributes.
+fn svg_size(path: &Path) -> (u32, u32) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let attribute = |name: &str| {
+        let at = text.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        text[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    assert!(text.contains("<text"), "the SVG has labels");
+    (attribute("width"), attribute("height"))
+}
+
+#[test]
+fn align_dtw_writes_the_library_path_and_a_plot() {
+    let dir = TempDir::new().unwrap();
+    let (x, y) = (wave(30, 0.0), wave(24, 0.7));
+    let (a, b) = (one_series(&dir, "a.csv", &x), one_series(&dir, "b.csv", &y));
+    let (out, plot) = (dir.path().join("path.csv"), dir.path().join("align.png"));
+    timewarp()
+        .args([
+            "align",
+            "--metric",
+            "dtw",
+            "--device",
+            "cpu",
+            "--plot-size",
+            "640x400",
+        ])
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&out)
+        .arg("--plot")
+        .arg(&plot)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("i,j"));
+    let path: Vec<(usize, usize)> = lines
+        .map(|l| {
+            let (i, j) = l.split_once(',').unwrap();
+            (i.parse().unwrap(), j.parse().unwrap())
+        })
+        .collect();
+    let column = |v: &[f64]| Array2::from_shape_vec((v.len(), 1), v.to_vec()).unwrap();
+    let cpu = ComputeOptions::on(Device::Cpu);
+    let expected = dtw_path(column(&x).view(), column(&y).view(), Dtw::new(), &cpu).unwrap();
+    assert_eq!(path, expected.path);
+    assert_eq!(png_size(&plot), (640, 400));
+}
+
+#[test]
+fn align_twed_and_soft_dtw_write_their_csv() {
+    let dir = TempDir::new().unwrap();
+    let (a, b) = (
+        one_series(&dir, "a.csv", &wave(12, 0.0)),
+        one_series(&dir, "b.csv", &wave(9, 1.0)),
+    );
+    let output = timewarp()
+        .args(["align", "--metric", "twed", "--device", "cpu"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(output).unwrap();
+    assert!(text.starts_with("step,i,j,cost\nmatch,0,0,"), "{text}");
+    let last = text.lines().last().unwrap();
+    let fields: Vec<&str> = last.split(',').collect();
+    assert_eq!((fields[1], fields[2]), ("11", "8"), "{last}");
+
+    let plot = dir.path().join("soft.svg");
+    let output = timewarp()
+        .args([
+            "align", "--metric", "soft-dtw", "--gamma", "0.5", "--device", "cpu",
+        ])
+        .arg(&a)
+        .arg(&b)
+        .arg("--plot")
+        .arg(&plot)
+        .args(["--plot-size", "900x500"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(output).unwrap();
+    assert_eq!(text.lines().count(), 12);
+    assert!(text.lines().all(|l| l.split(',').count() == 9));
+    assert_eq!(svg_size(&plot), (900, 500));
+}
+
+#[test]
+fn distance_and_knn_plot_their_matrices() {
+    let dir = TempDir::new().unwrap();
+    let (matrix, confusion) = (dir.path().join("m.svg"), dir.path().join("c.png"));
+    timewarp()
+        .args([
+            "distance", "--metric", "dtw", "--device", "cpu", "--band", "3", "--out",
+        ])
+        .arg(dir.path().join("d.npy"))
+        .arg(bundled("GunPoint_TEST.ts"))
+        .arg("--plot")
+        .arg(&matrix)
+        .assert()
+        .success();
+    assert_eq!(svg_size(&matrix), (1000, 600));
+    timewarp()
+        .args([
+            "knn",
+            "--metric",
+            "dtw",
+            "--device",
+            "cpu",
+            "--plot-size",
+            "500x400",
+            "--train",
+        ])
+        .arg(bundled("GunPoint_TRAIN.ts"))
+        .arg("--test")
+        .arg(bundled("GunPoint_TEST.ts"))
+        .arg("--plot")
+        .arg(&confusion)
+        .assert()
+        .success();
+    assert_eq!(png_size(&confusion), (500, 400));
+}
+
+/// Refused before any work, with the limit in the message and exit 2.
+#[test]
+fn bad_plots_and_picks_are_refused_clearly() {
+    let dir = TempDir::new().unwrap();
+    let long = one_series(&dir, "long.csv", &wave(6000, 0.0));
+    let plot = dir.path().join("too.png");
+    let refused = timewarp()
+        .args(["align", "--metric", "dtw", "--device", "cpu"])
+        .arg(&long)
+        .arg(&long)
+        .arg("--plot")
+        .arg(&plot)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let message = String::from_utf8(refused).unwrap();
+    assert!(
+        message.starts_with("timewarp: --plot:") && message.contains("5000"),
+        "{message}"
+    );
+    assert!(!plot.exists());
+
+    for (args, expected) in [
+        (vec!["--plot", "x.jpg"], ".svg or .png"),
+        (vec!["--plot-size", "10x10"], "WIDTHxHEIGHT"),
+    ] {
+        let output = timewarp()
+            .args(["align", "--metric", "dtw"])
+            .arg(&long)
+            .arg(&long)
+            .args(args)
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        assert!(String::from_utf8(output).unwrap().contains(expected));
+    }
+
+    let several = bundled("GunPoint_TEST.ts");
+    let output = timewarp()
+        .args(["align", "--metric", "dtw", "--device", "cpu"])
+        .arg(&several)
+        .arg(&several)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let message = String::from_utf8(output).unwrap();
+    assert!(message.contains("has 150 series; pick one"), "{message}");
+    let output = timewarp()
+        .args([
+            "align", "--metric", "dtw", "--device", "cpu", "--index", "0", "150",
+        ])
+        .arg(&several)
+        .arg(&several)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8(output).unwrap().contains("--index-b 150"));
+}
