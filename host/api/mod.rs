@@ -14,7 +14,8 @@ pub use on_device::{
 };
 pub use paths::{
     dtw_path, hirschberg, soft_dtw_alignment, twed_path, Alignment, CpuLastColumn, Edit, EditPath,
-    EditStep, LastColumn, HIRSCHBERG_LEAF_CELLS, PATH_WORKSPACE_BYTES,
+    EditStep, GpuLastColumn, LastColumn, GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS,
+    PATH_WORKSPACE_BYTES,
 };
 pub use soft_dtw::{
     soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,

@@ -51,7 +51,7 @@ pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
 pub(crate) use gradient::{paired_gradient, paired_gradient_resident};
 pub(crate) use matrix::matrix;
-pub(crate) use path::DevicePathPair;
 pub(crate) use paired::{paired_values, paired_values_resident};
 pub(crate) use pairs::{matrix_resident, upload_set};
+pub(crate) use path::DevicePathPair;
 pub(crate) use select::{band_width, matrix_variant, resident_variant};

@@ -7,31 +7,57 @@ use super::dtw;
 use super::types::{Alignment, Samples};
 use crate::{Float, Result};
 use ndarray::{s, ArrayView2};
+use std::ops::Range;
 
 /// Sub-pairs of at most this many cells are solved by a full-matrix
 /// traceback: one byte a cell, so a leaf takes 16 MiB, small beside the
 /// caches' worth of work a split saves, and a few leaves run at once.
 pub const HIRSCHBERG_LEAF_CELLS: usize = 1 << 24;
 
-/// The last column of a plain DTW (no band) of a sub-pair: for series `x`
-/// (`n x dims`) and `y` (`m x dims`), `D[i][m - 1]` for every row `i`,
-/// where `D[i][j]` is the least cost of a warping path from `(0, 0)` to
+/// The last column of a plain DTW (no band) of a sub-pair of one pair
+/// `(x, y)` (`n x dims`, `m x dims`): for the sub-series `x[rows]` and
+/// `y[cols]`, `D[i][cols.len() - 1]` for every row `i`, where `D[i][j]` is
+/// the least cost of a warping path from the sub-pair's first cell to
 /// `(i, j)` (the cost of `(i, j)` included) with squared Euclidean costs.
 ///
-/// The views may be reversed (negative strides): the recursion's backward
-/// pass is this forward pass over the reversed sub-series, which is exact
-/// for DTW since its costs belong to cells, not to steps.
+/// With `reversed`, the same of the reversed series, `rows` and `cols`
+/// counted from their own first samples (the last of `x` and `y`): the
+/// recursion's backward pass is this forward pass over the reversed
+/// sub-series, which is exact for DTW since its costs belong to cells, not
+/// to steps. The recursion calls it from several threads at once.
 pub trait LastColumn<T>: Sync {
-    fn last_column(&self, x: ArrayView2<T>, y: ArrayView2<T>) -> Result<Vec<T>>;
+    fn last_column(&self, rows: Range<usize>, cols: Range<usize>, reversed: bool)
+        -> Result<Vec<T>>;
 }
 
-/// The CPU's [`LastColumn`]: one rolling row of `m` costs.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CpuLastColumn;
+/// The CPU's [`LastColumn`] of the pair `(x, y)`: one rolling row of
+/// costs.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuLastColumn<'a, T> {
+    x: ArrayView2<'a, T>,
+    y: ArrayView2<'a, T>,
+}
 
-impl<T: Float> LastColumn<T> for CpuLastColumn {
-    fn last_column(&self, x: ArrayView2<T>, y: ArrayView2<T>) -> Result<Vec<T>> {
-        let (x, y) = (Samples::new(x), Samples::new(y));
+impl<'a, T> CpuLastColumn<'a, T> {
+    pub fn new(x: ArrayView2<'a, T>, y: ArrayView2<'a, T>) -> Self {
+        Self { x, y }
+    }
+}
+
+impl<T: Float> LastColumn<T> for CpuLastColumn<'_, T> {
+    fn last_column(
+        &self,
+        rows: Range<usize>,
+        cols: Range<usize>,
+        reversed: bool,
+    ) -> Result<Vec<T>> {
+        let (x, y) = if reversed {
+            (self.x.slice(s![..;-1, ..]), self.y.slice(s![..;-1, ..]))
+        } else {
+            (self.x, self.y)
+        };
+        let x = Samples::new(x.slice_move(s![rows, ..]));
+        let y = Samples::new(y.slice_move(s![cols, ..]));
         let m = y.len();
         let mut row = vec![T::INFINITY; m];
         let mut column = Vec::with_capacity(x.len());
@@ -72,27 +98,50 @@ pub fn hirschberg<T: Float, P: LastColumn<T>>(
     provider: &P,
     leaf_cells: usize,
 ) -> Result<Alignment<T>> {
-    let (path, value) = solve(x, y, provider, leaf_cells)?;
+    let pair = Pair {
+        lengths: (x.nrows(), y.nrows()),
+        provider,
+        leaf_cells,
+    };
+    let (path, value) = solve(x, y, (0, 0), &pair)?;
     Ok(Alignment { path, value })
 }
 
-/// The path of the sub-pair in its own indices, and its cost.
+/// The whole pair's lengths, its provider and the leaves' size.
+struct Pair<'p, P> {
+    lengths: (usize, usize),
+    provider: &'p P,
+    leaf_cells: usize,
+}
+
+/// The path of the sub-pair `x`, `y` (whose first cell is `(row0, col0)`
+/// of the whole pair) in its own indices, and its cost.
 fn solve<T: Float, P: LastColumn<T>>(
     x: ArrayView2<T>,
     y: ArrayView2<T>,
-    provider: &P,
-    leaf_cells: usize,
+    (row0, col0): (usize, usize),
+    pair: &Pair<'_, P>,
 ) -> Result<(Vec<(usize, usize)>, T)> {
     let (n, m) = (x.nrows(), y.nrows());
-    if n == 1 || m == 1 || (n as u128 * m as u128) <= leaf_cells as u128 {
+    let (rows_all, cols_all) = pair.lengths;
+    if n == 1 || m == 1 || (n as u128 * m as u128) <= pair.leaf_cells as u128 {
         let leaf = dtw::traceback(&Samples::new(x), &Samples::new(y), None)?;
         return Ok((leaf.path, leaf.value));
     }
     crate::interrupt::check()?;
     let c = (m - 1) / 2;
+    // The backward pass's sub-series counted from the ends of the pair.
+    let reversed_rows = rows_all - (row0 + n)..rows_all - row0;
+    let reversed_cols = cols_all - (col0 + m)..cols_all - (col0 + c + 1);
     let (forward, backward) = rayon::join(
-        || provider.last_column(x, y.slice(s![..=c, ..])),
-        || provider.last_column(x.slice(s![..;-1, ..]), y.slice(s![c + 1..;-1, ..])),
+        || {
+            pair.provider
+                .last_column(row0..row0 + n, col0..col0 + c + 1, false)
+        },
+        || {
+            pair.provider
+                .last_column(reversed_rows, reversed_cols, true)
+        },
     );
     let (forward, backward) = (forward?, backward?);
     // The cost from (i, c + 1) to the end, the cell's own cost included.
@@ -113,16 +162,16 @@ fn solve<T: Float, P: LastColumn<T>>(
             solve(
                 x.slice(s![..=row, ..]),
                 y.slice(s![..=c, ..]),
-                provider,
-                leaf_cells,
+                (row0, col0),
+                pair,
             )
         },
         || {
             solve(
                 x.slice(s![right_row.., ..]),
                 y.slice(s![c + 1.., ..]),
-                provider,
-                leaf_cells,
+                (row0 + right_row, col0 + c + 1),
+                pair,
             )
         },
     );

@@ -14,14 +14,16 @@
 
 mod dtw;
 mod hirschberg;
+mod on_gpu;
 mod soft;
 mod twed;
 mod types;
 
 pub use hirschberg::{hirschberg, CpuLastColumn, LastColumn, HIRSCHBERG_LEAF_CELLS};
+pub use on_gpu::{GpuLastColumn, GPU_LAST_COLUMN_MIN_CELLS};
 pub use types::{Alignment, Edit, EditPath, EditStep};
 
-use crate::{ComputeOptions, Dtw, Error, Float, Result, SeriesSet, SoftDtw, Twed};
+use crate::{Backend, ComputeOptions, Dtw, Error, Float, Result, SeriesSet, SoftDtw, Twed};
 use ndarray::{Array2, ArrayView2};
 use types::Samples;
 
@@ -57,8 +59,9 @@ fn too_large(what: &str, (n, m): (usize, usize), bytes: u128, remedy: &str) -> E
 ///
 /// Memory: one byte per cell of the pair (of the band, with one) up to
 /// [`PATH_WORKSPACE_BYTES`]; beyond that, without a band, linear in the
-/// lengths ([`hirschberg`]), which takes about twice the time. Computed on
-/// the CPU whatever `options.device` says.
+/// lengths ([`hirschberg`]), which takes about twice the time. With a GPU
+/// (`options.device`), an unbanded pair of many cells takes that route
+/// too, its passes on the GPU; everything else is computed on the CPU.
 ///
 /// Errors: an empty or non-finite series, samples of different
 /// dimensions, a band too wide for the workspace, a value that overflowed
@@ -69,10 +72,16 @@ pub fn dtw_path<T: Float>(
     dtw: Dtw,
     options: &ComputeOptions,
 ) -> Result<Alignment<T>> {
-    let _ = options;
     check_pair(x, y)?;
     let (n, m) = (x.nrows(), y.nrows());
     let cells = dtw::cells(n, m, dtw.band());
+    if dtw.band().is_none() && cells > GPU_PATH_MIN_CELLS as u128 {
+        if let Backend::Gpu(gpu) = Backend::resolve(options.device)? {
+            let provider = GpuLastColumn::new(gpu, x, y)?;
+            let alignment = hirschberg(x, y, &provider, GPU_LEAF_CELLS)?;
+            return finite(alignment);
+        }
+    }
     if cells <= PATH_WORKSPACE_BYTES as u128 {
         return dtw::traceback(&Samples::new(x), &Samples::new(y), dtw.band());
     }
@@ -85,7 +94,30 @@ pub fn dtw_path<T: Float>(
             "; narrow the band or drop it",
         ));
     }
-    hirschberg(x, y, &CpuLastColumn, HIRSCHBERG_LEAF_CELLS)
+    finite(hirschberg(
+        x,
+        y,
+        &CpuLastColumn::new(x, y),
+        HIRSCHBERG_LEAF_CELLS,
+    )?)
+}
+
+/// An unbanded DTW path of more cells than this, with a GPU, is computed
+/// by divide and conquer over the GPU's last columns: the CPU's full-matrix
+/// traceback of such a pair takes longer than the GPU's passes.
+const GPU_PATH_MIN_CELLS: usize = 1 << 26;
+
+/// The leaves of the divide and conquer over the GPU: the CPU solves them,
+/// all cores at once, while the GPU computes the next columns.
+const GPU_LEAF_CELLS: usize = 1 << 22;
+
+/// The alignment, or the overflow error if its value is not finite.
+fn finite<T: Float>(alignment: Alignment<T>) -> Result<Alignment<T>> {
+    if alignment.value.is_finite() {
+        Ok(alignment)
+    } else {
+        Err(Error::Overflow { precision: T::NAME })
+    }
 }
 
 /// The optimal TWED edit path of `x` against `y` (`length x dims` each,

@@ -113,7 +113,13 @@ fn hirschberg_matches_the_full_matrix() {
         let (y, _) = pair_series::<f64>(&mut rng, m, 1);
         let (expected_path, expected) = oracle::dtw_path(x.view(), y.view(), None);
         for leaf in [1, 16, 4096] {
-            let got = hirschberg(x.view(), y.view(), &CpuLastColumn, leaf).unwrap();
+            let got = hirschberg(
+                x.view(),
+                y.view(),
+                &CpuLastColumn::new(x.view(), y.view()),
+                leaf,
+            )
+            .unwrap();
             assert_eq!(got.path, expected_path, "{n} x {m}, leaf {leaf}");
             let diff = (got.value - expected).abs();
             assert!(
@@ -126,7 +132,13 @@ fn hirschberg_matches_the_full_matrix() {
     // Multivariate and f32: a valid path of the optimal cost.
     let (x, xf) = pair_series::<f32>(&mut rng, 120, 3);
     let (y, yf) = pair_series::<f32>(&mut rng, 90, 3);
-    let got = hirschberg(x.view(), y.view(), &CpuLastColumn, 8).unwrap();
+    let got = hirschberg(
+        x.view(),
+        y.view(),
+        &CpuLastColumn::new(x.view(), y.view()),
+        8,
+    )
+    .unwrap();
     assert_valid_path(&got.path, 120, 90, None);
     let expected = oracle::dtw(xf.view(), yf.view(), None);
     let cost = path_cost(&got.path, xf.view(), yf.view());

@@ -5,6 +5,7 @@
 
 mod cli;
 mod dtw;
+mod gpu;
 mod soft_dtw;
 mod twed;
 
