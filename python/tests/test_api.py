@@ -62,6 +62,14 @@ def test_array_layouts_agree():
     )
     fortran = np.asfortranarray(x)
     np.testing.assert_array_equal(timewarp.cdist(fortran, device="cpu"), expected)
+    # Contiguous but misaligned (read from a byte buffer at an odd offset, as
+    # pickle protocol 5 and Dask may hand arrays over): copied, not a panic.
+    buffer = bytearray(x.nbytes + 1)
+    misaligned = np.frombuffer(buffer, dtype=np.float64, offset=1, count=x.size).reshape(x.shape)
+    misaligned[...] = x
+    assert not misaligned.flags.aligned
+    np.testing.assert_array_equal(timewarp.cdist(misaligned, device="cpu"), expected)
+    np.testing.assert_array_equal(timewarp.cdist(list(misaligned), device="cpu"), expected)
 
 
 def test_one_dimensional_input_is_one_series():
