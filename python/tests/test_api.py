@@ -232,6 +232,17 @@ def test_bad_input_is_a_timewarp_error(match, call):
     assert "\n" not in str(caught.value)
 
 
+def test_errors_pickle_as_the_same_class():
+    # Raised in another process (a Dask worker, multiprocessing), an error
+    # must arrive as timewarp.TimewarpError itself.
+    import pickle
+
+    assert TimewarpError.__module__ == "timewarp._timewarp"
+    error = pickle.loads(pickle.dumps(TimewarpError("no usable GPU: none")))
+    assert type(error) is TimewarpError
+    assert str(error) == "no usable GPU: none"
+
+
 def test_gpu_without_one_is_a_clear_error():
     if timewarp.gpu_available():
         pytest.skip("this machine has a usable GPU")
