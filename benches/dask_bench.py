@@ -19,6 +19,7 @@ blocks (one shard per worker). Prints one line per measurement.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shutil
 import subprocess
@@ -48,11 +49,14 @@ def cluster(workers: int, gpus: int, threads: int):
         env = {"RAYON_NUM_THREADS": str(threads), "OMP_NUM_THREADS": "1"}
         if gpus:
             env["CUDA_VISIBLE_DEVICES"] = str(index % gpus)
-        specs[index] = {"cls": Nanny, "options": {"nthreads": 1, "env": env}}
+        specs[index] = {
+            "cls": Nanny,
+            "options": {"nthreads": 1, "env": env, "silence_logs": logging.ERROR},
+        }
     spec = SpecCluster(
         workers=specs,
         scheduler={"cls": Scheduler, "options": {"dashboard_address": None}},
-        silence_logs=40,
+        silence_logs=logging.ERROR,
     )
     client = Client(spec)
     client.wait_for_workers(workers)
@@ -160,9 +164,7 @@ def main() -> None:
             cdist_s = time.perf_counter() - start
 
             start = time.perf_counter()
-            indices, distances = twd.knn(
-                queries, data, k=args.k, client=client, **params
-            )
+            indices, _ = twd.knn(queries, data, k=args.k, client=client, **params)
             knn_s = time.perf_counter() - start
         finally:
             client.close()
@@ -178,9 +180,9 @@ def main() -> None:
             indices, baseline["indices"]
         )
         print(
-            f"[{workers} workers] cdist {cdist_s:.2f} s ({cells_cdist / cdist_s / 1e9:.0f} GCUPS, "
+            f"[{workers} workers] cdist {cdist_s:.2f} s ({cells_cdist / cdist_s / 1e9:.4g} GCUPS, "
             f"x{baseline['cdist'] / cdist_s:.2f} of 1st count); knn {knn_s:.2f} s "
-            f"({cells_knn / knn_s / 1e9:.0f} GCUPS, x{baseline['knn'] / knn_s:.2f}); "
+            f"({cells_knn / knn_s / 1e9:.4g} GCUPS, x{baseline['knn'] / knn_s:.2f}); "
             f"results equal to the first count's bit for bit: {same}",
             flush=True,
         )
