@@ -183,10 +183,14 @@ def wait_replaced(client, victim: str) -> None:
     client.wait_for_workers(2, timeout=30)
 
 
+# The fault tests compute on the CPU (device="cpu"), whose tiles take long
+# enough to be caught in flight on any machine; a GPU finishes them first.
+
+
 def test_a_worker_killed_during_cdist(client):
     x = RNG.normal(size=(36, 700))  # 6 x 6 blocks: 21 tiles of 36 pairs of 700 x 700 cells
-    expected = timewarp.cdist(x)
-    future = client.compute(twd.cdist(x, block=6))
+    expected = timewarp.cdist(x, device="cpu")
+    future = client.compute(twd.cdist(x, block=6, device="cpu"))
     victim = kill_while_running(client, future.done)
     got = future.result(timeout=120)
     wait_replaced(client, victim)
@@ -196,12 +200,14 @@ def test_a_worker_killed_during_cdist(client):
 def test_a_worker_killed_during_knn(client):
     database = RNG.normal(size=(48, 600))
     queries = RNG.normal(size=(12, 600))
-    expected = reference_knn(queries, database, 3)
+    expected = reference_knn(queries, database, 3, device="cpu")
     outcome: dict = {}
 
     def run() -> None:
         try:
-            outcome["result"] = twd.knn(queries, database, k=3, block=(2, 12), client=client)
+            outcome["result"] = twd.knn(
+                queries, database, k=3, block=(2, 12), client=client, device="cpu"
+            )
         except BaseException as error:  # handed to the test's thread
             outcome["error"] = error
 
