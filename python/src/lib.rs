@@ -17,8 +17,11 @@ use timewarp::{
     ComputeOptions, Device, Dtw, Error, Float, Metric, ResidentSet, SeriesSet, SoftDtw, Twed,
 };
 
+// Named by its full module path, so that pickle finds the class again
+// (`timewarp._timewarp.TimewarpError`): errors raised in another process (a
+// Dask worker, multiprocessing) arrive as this class, not as a copy.
 create_exception!(
-    _timewarp,
+    timewarp._timewarp,
     TimewarpError,
     PyValueError,
     "Bad input or parameters, no usable GPU, or a failing device: the message says which."

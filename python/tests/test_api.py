@@ -62,6 +62,14 @@ def test_array_layouts_agree():
     )
     fortran = np.asfortranarray(x)
     np.testing.assert_array_equal(timewarp.cdist(fortran, device="cpu"), expected)
+    # Contiguous but misaligned (read from a byte buffer at an odd offset, as
+    # pickle protocol 5 and Dask may hand arrays over): copied, not a panic.
+    buffer = bytearray(x.nbytes + 1)
+    misaligned = np.frombuffer(buffer, dtype=np.float64, offset=1, count=x.size).reshape(x.shape)
+    misaligned[...] = x
+    assert not misaligned.flags.aligned
+    np.testing.assert_array_equal(timewarp.cdist(misaligned, device="cpu"), expected)
+    np.testing.assert_array_equal(timewarp.cdist(list(misaligned), device="cpu"), expected)
 
 
 def test_one_dimensional_input_is_one_series():
@@ -222,6 +230,17 @@ def test_bad_input_is_a_timewarp_error(match, call):
         call()
     assert isinstance(caught.value, ValueError)
     assert "\n" not in str(caught.value)
+
+
+def test_errors_pickle_as_the_same_class():
+    # Raised in another process (a Dask worker, multiprocessing), an error
+    # must arrive as timewarp.TimewarpError itself.
+    import pickle
+
+    assert TimewarpError.__module__ == "timewarp._timewarp"
+    error = pickle.loads(pickle.dumps(TimewarpError("no usable GPU: none")))
+    assert type(error) is TimewarpError
+    assert str(error) == "no usable GPU: none"
 
 
 def test_gpu_without_one_is_a_clear_error():

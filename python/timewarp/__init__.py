@@ -6,7 +6,8 @@ GPUs and the CPU, with kernels written in Rust.
     >>> d = timewarp.cdist(x, metric="dtw")  # 100 x 100, on the GPU if there is one
 
 `cdist`, `distance`, `soft_dtw` (differentiable for torch tensors),
-`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `load`, `info`.
+`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `load`, `info`;
+`timewarp.dask` (`cdist`, `knn` over a Dask cluster).
 Bad input raises `TimewarpError` (a `ValueError`). Conventions against
 tslearn and aeon: docs/python.md.
 """
@@ -80,4 +81,9 @@ def __getattr__(name: str):
         from ._torch import SoftDTWLoss
 
         return SoftDTWLoss
+    # timewarp.dask (and Dask) only when it is used.
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module(".dask", __name__)
     raise AttributeError(f"module 'timewarp' has no attribute {name!r}")

@@ -13,7 +13,7 @@ The rules, in one place:
   float64. Complex values are an error. Two batches of different precisions
   are computed in the wider one. ``precision="float32"``/``"float64"``
   overrides all of this.
-- Non-contiguous arrays are copied into contiguous ones.
+- Non-contiguous or misaligned arrays are copied into contiguous, aligned ones.
 """
 
 from __future__ import annotations
@@ -227,11 +227,19 @@ def common_dtype(precision: Optional[str], *prepared: Optional[Prepared]) -> np.
     return np.result_type(*dtypes)
 
 
+def _contiguous(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` in `dtype`, C-contiguous and aligned: arrays read from a byte
+    buffer (pickle protocol 5, as Dask sends them; `np.frombuffer` at an
+    odd offset) may be contiguous but not aligned, and are copied."""
+    array = np.ascontiguousarray(array, dtype=dtype)
+    return array if array.flags.aligned else array.copy()
+
+
 def cast(prepared: Prepared, dtype: np.dtype) -> Batch:
-    """The batch's data in `dtype`, C-contiguous."""
+    """The batch's data in `dtype`, C-contiguous and aligned."""
     if isinstance(prepared.data, list):
-        return [np.ascontiguousarray(s, dtype=dtype) for s in prepared.data]
-    return np.ascontiguousarray(prepared.data, dtype=dtype)
+        return [_contiguous(s, dtype) for s in prepared.data]
+    return _contiguous(prepared.data, dtype)
 
 
 def check_same_origin(a: Prepared, b: Prepared) -> None:
