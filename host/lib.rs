@@ -59,7 +59,7 @@ pub use api::{
     soft_dtw_device_output_len, soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair,
     soft_dtw_pairs, soft_dtw_pairs_gradient, soft_dtw_pairs_gradient_resident,
     soft_dtw_pairs_on_device, soft_dtw_pairs_resident, twed_path, Alignment, CpuLastColumn,
-    DeviceBatchRef, Edit, EditPath, EditStep, GpuLastColumn, LastColumn, SoftDtwOutputs,
+    DeviceBatchRef, Edit, EditPath, EditStep, GpuLastColumn, LastColumn, Pass, SoftDtwOutputs,
     GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS, PATH_WORKSPACE_BYTES,
 };
 pub use backend::Backend;

@@ -14,7 +14,7 @@ pub use on_device::{
 };
 pub use paths::{
     dtw_path, hirschberg, soft_dtw_alignment, twed_path, Alignment, CpuLastColumn, Edit, EditPath,
-    EditStep, GpuLastColumn, LastColumn, GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS,
+    EditStep, GpuLastColumn, LastColumn, Pass, GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS,
     PATH_WORKSPACE_BYTES,
 };
 pub use soft_dtw::{

@@ -137,6 +137,7 @@ struct Computed<T> {
     links: Vec<(usize, usize, f64)>,
     deleted: (Vec<usize>, Vec<usize>),
     path: Vec<(usize, usize)>,
+    on_gpu: bool,
 }
 
 fn compute<T: Float>(
@@ -160,6 +161,7 @@ fn compute<T: Float>(
                 links: alignment.path.iter().map(|&(i, j)| (i, j, 1.0)).collect(),
                 deleted: (Vec::new(), Vec::new()),
                 path: alignment.path,
+                on_gpu: alignment.on_gpu,
             }
         }
         Metric::Twed(twed) => {
@@ -173,6 +175,7 @@ fn compute<T: Float>(
                 links: Vec::new(),
                 deleted: (Vec::new(), Vec::new()),
                 path: Vec::new(),
+                on_gpu: false,
             };
             for edit in &edits.edits {
                 text += &format!("{},{},{},{}\n", edit.step.name(), edit.i, edit.j, edit.cost);
@@ -202,6 +205,7 @@ fn compute<T: Float>(
                 links,
                 deleted: (Vec::new(), Vec::new()),
                 path: Vec::new(),
+                on_gpu: false,
             }
         }
     })
@@ -223,7 +227,11 @@ fn emit<T: Float + WritableElement>(
         computed.value,
         computed.steps,
         super::three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
-        describe(timewarp::Backend::Cpu),
+        describe(if computed.on_gpu {
+            timewarp::Backend::resolve(options.device)?
+        } else {
+            timewarp::Backend::Cpu
+        }),
         T::NAME
     );
     match (&computed.text, &computed.matrix, &args.out) {

@@ -8,16 +8,17 @@ use super::image::{upload_ranges, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::select::{pipelined_workspace, tile_rows, tiled_stripe};
 use crate::{Error, Float, Result, SeriesSet, Variant};
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 use ndarray::Array2;
 use std::mem::size_of;
 use std::ptr::null_mut;
+use std::sync::Arc;
 use timewarp_kernels::drivers::columns::long_pair::{
     diagonal_tiles, tile_counts, PanelHandoff, TileGrid,
 };
 use timewarp_kernels::hw::LANES;
 use timewarp_kernels::launch::long_pair::{PanelLaunch, TileLaunch};
-use timewarp_kernels::{Driver, KernelId, SetRef};
+use timewarp_kernels::{Driver, KernelId, Measure, SetRef};
 
 /// Device memory of one pair: both series' images and `borders` values
 /// and `flags` counters.
@@ -84,35 +85,58 @@ pub(crate) fn pair_pipelined_on<T: Float, P: KernelParams<T>>(
     gpu: &Gpu,
     params: P,
     pair: (SetRef<T>, SetRef<T>),
-    lengths: (usize, usize),
+    (n, m): (usize, usize),
     budget: usize,
 ) -> Result<T> {
-    pipelined_launch(gpu, params, pair, lengths, budget, null_mut())
+    check_fits(n, m, pipelined_bytes::<T>(P::MEASURE, n, m), budget)?;
+    let run = enqueue_pipelined(gpu, &gpu.stream, params, pair, (n, m), null_mut())?;
+    run.value(&gpu.stream)
 }
 
-/// [`pair_pipelined_on`], also writing the matrix's last row to
-/// `last_row` (device memory of `m + 1` values; index `j` is cell
-/// `(n, j)`) unless it is null.
-pub(crate) fn pipelined_launch<T: Float, P: KernelParams<T>>(
+/// Device memory the pipelined kernel takes for an `n x m` pair besides
+/// the series.
+pub(crate) fn pipelined_bytes<T: Float>(measure: Measure, n: usize, m: usize) -> usize {
+    let (border_values, flag_count) = pipelined_workspace(measure, n, m);
+    border_values * size_of::<T>() + flag_count * size_of::<u32>() + size_of::<T>()
+}
+
+/// A pipelined launch queued on a stream, with the workspace it uses until
+/// it is done.
+pub(crate) struct PipelinedRun<T> {
+    _borders: CudaSlice<T>,
+    _flags: CudaSlice<u32>,
+    out: CudaSlice<T>,
+}
+
+impl<T: Float> PipelinedRun<T> {
+    /// The pair's value, once the launch is done on `stream` (its own).
+    pub(crate) fn value(self, stream: &Arc<CudaStream>) -> Result<T> {
+        Ok(stream.clone_dtoh(&self.out).map_err(gpu_error)?[0])
+    }
+}
+
+/// Queues the pipelined kernel on `stream` for the single series of `a`
+/// (`n` samples) against that of `b` (`m`), writing the matrix's last row
+/// to `last_row` (device memory of `m + 1` values, index `j` being cell
+/// `(n, j)`) unless it is null. The caller checked that the workspace
+/// ([`pipelined_bytes`]) fits.
+pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
     gpu: &Gpu,
+    stream: &Arc<CudaStream>,
     params: P,
     (a, b): (SetRef<T>, SetRef<T>),
     (n, m): (usize, usize),
-    budget: usize,
     last_row: *mut T,
-) -> Result<T> {
+) -> Result<PipelinedRun<T>> {
     debug_assert!(a.count == 1 && b.count == 1);
     let stripe = tiled_stripe(P::MEASURE, m);
     let panels = m.div_ceil(LANES * stripe);
     let (border_values, flag_count) = pipelined_workspace(P::MEASURE, n, m);
-    let workspace = border_values * size_of::<T>() + flag_count * size_of::<u32>() + size_of::<T>();
-    check_fits(n, m, workspace, budget)?;
     let driver = Driver::Tiled {
         stripe: stripe as u32,
     };
     let id = KernelId::new(P::MEASURE, driver, a.dims == 1, T::PRECISION);
     let function = gpu.function(id)?;
-    let stream = &gpu.stream;
     let borders = stream.alloc_zeros::<T>(border_values).map_err(gpu_error)?;
     let flags = stream.alloc_zeros::<u32>(flag_count).map_err(gpu_error)?;
     let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
@@ -136,12 +160,20 @@ pub(crate) fn pipelined_launch<T: Float, P: KernelParams<T>>(
     // One warp a block, so that registers alone bound the warps an SM
     // holds (blocks of several warps round the registers up to whole
     // blocks).
-    let blocks = panels as u32;
+    let config = LaunchConfig {
+        grid_dim: (panels as u32, 1, 1),
+        block_dim: (LANES as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
     // SAFETY: the borders hold 2 (n + 1) values, the flags panels + 1
     // zeroed counters, `out` one value, `last_row` null or m + 1 (the
     // caller's); the caller's series are on the device.
-    unsafe { gpu.launch_blocks(&function, (blocks, LANES as u32), 0, launch) }?;
-    Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
+    unsafe { gpu.launch(stream, &function, config, false, launch) }?;
+    Ok(PipelinedRun {
+        _borders: borders,
+        _flags: flags,
+        out,
+    })
 }
 
 /// One pair in square tiles, the anti-diagonals of tiles in order, one

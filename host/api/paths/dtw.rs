@@ -87,5 +87,9 @@ pub(super) fn traceback<T: Float>(
         path.push((i, j));
     }
     path.reverse();
-    Ok(Alignment { path, value })
+    Ok(Alignment {
+        path,
+        value,
+        on_gpu: false,
+    })
 }

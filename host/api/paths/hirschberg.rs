@@ -7,7 +7,9 @@ use super::dtw;
 use super::types::{Alignment, Samples};
 use crate::{Float, Result};
 use ndarray::{s, ArrayView2};
+use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::Mutex;
 
 /// Sub-pairs of at most this many cells are solved by a full-matrix
 /// traceback: one byte a cell, so a leaf takes 16 MiB, small beside the
@@ -25,9 +27,26 @@ pub const HIRSCHBERG_LEAF_CELLS: usize = 1 << 24;
 /// recursion's backward pass is this forward pass over the reversed
 /// sub-series, which is exact for DTW since its costs belong to cells, not
 /// to steps. The recursion calls it from several threads at once.
-pub trait LastColumn<T>: Sync {
+pub trait LastColumn<T: Send>: Sync {
     fn last_column(&self, rows: Range<usize>, cols: Range<usize>, reversed: bool)
         -> Result<Vec<T>>;
+
+    /// The last column of each pass, in order: all the passes of one level
+    /// of the recursion, which may run at once (by default on all cores).
+    fn last_columns(&self, passes: &[Pass]) -> Result<Vec<Vec<T>>> {
+        passes
+            .par_iter()
+            .map(|pass| self.last_column(pass.rows.clone(), pass.cols.clone(), pass.reversed))
+            .collect()
+    }
+}
+
+/// One pass of the recursion: [`LastColumn::last_column`]'s arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pass {
+    pub rows: Range<usize>,
+    pub cols: Range<usize>,
+    pub reversed: bool,
 }
 
 /// The CPU's [`LastColumn`] of the pair `(x, y)`: one rolling row of
@@ -85,98 +104,145 @@ impl<T: Float> LastColumn<T> for CpuLastColumn<'_, T> {
 /// cell of column `c + 1` to the end from the same pass over the reversed
 /// `x` and `y[c + 1..]`; the path crosses from `(i, c)` to `(i, c + 1)` or
 /// `(i + 1, c + 1)` where the sum is least (the lowest such row, the
-/// diagonal step first); both halves are solved the same way, in
-/// parallel, down to sub-pairs of at most `leaf_cells` cells (or one row
-/// or column), which a full-matrix traceback solves.
+/// diagonal step first); both halves are solved the same way down to
+/// sub-pairs of at most `leaf_cells` cells (or one row or column), which a
+/// full-matrix traceback solves.
 ///
-/// This is the entry point for a GPU provider. Where several paths are
-/// optimal it may pick another than the full-matrix traceback; the value
-/// is the same.
+/// The sub-pairs are split a level at a time: the provider gets all passes
+/// of a level in one call ([`LastColumn::last_columns`]), so a GPU can run
+/// them together, while the leaves found so far are traced on the other
+/// CPU cores. Where several paths are optimal it may pick another than the
+/// full-matrix traceback; the value is the same.
 pub fn hirschberg<T: Float, P: LastColumn<T>>(
     x: ArrayView2<T>,
     y: ArrayView2<T>,
     provider: &P,
     leaf_cells: usize,
 ) -> Result<Alignment<T>> {
-    let pair = Pair {
-        lengths: (x.nrows(), y.nrows()),
-        provider,
-        leaf_cells,
-    };
-    let (path, value) = solve(x, y, (0, 0), &pair)?;
-    Ok(Alignment { path, value })
-}
-
-/// The whole pair's lengths, its provider and the leaves' size.
-struct Pair<'p, P> {
-    lengths: (usize, usize),
-    provider: &'p P,
-    leaf_cells: usize,
-}
-
-/// The path of the sub-pair `x`, `y` (whose first cell is `(row0, col0)`
-/// of the whole pair) in its own indices, and its cost.
-fn solve<T: Float, P: LastColumn<T>>(
-    x: ArrayView2<T>,
-    y: ArrayView2<T>,
-    (row0, col0): (usize, usize),
-    pair: &Pair<'_, P>,
-) -> Result<(Vec<(usize, usize)>, T)> {
     let (n, m) = (x.nrows(), y.nrows());
-    let (rows_all, cols_all) = pair.lengths;
-    if n == 1 || m == 1 || (n as u128 * m as u128) <= pair.leaf_cells as u128 {
-        let leaf = dtw::traceback(&Samples::new(x), &Samples::new(y), None)?;
-        return Ok((leaf.path, leaf.value));
-    }
-    crate::interrupt::check()?;
-    let c = (m - 1) / 2;
-    // The backward pass's sub-series counted from the ends of the pair.
-    let reversed_rows = rows_all - (row0 + n)..rows_all - row0;
-    let reversed_cols = cols_all - (col0 + m)..cols_all - (col0 + c + 1);
-    let (forward, backward) = rayon::join(
-        || {
-            pair.provider
-                .last_column(row0..row0 + n, col0..col0 + c + 1, false)
-        },
-        || {
-            pair.provider
-                .last_column(reversed_rows, reversed_cols, true)
-        },
-    );
-    let (forward, backward) = (forward?, backward?);
-    // The cost from (i, c + 1) to the end, the cell's own cost included.
-    let to_end = |i: usize| backward[n - 1 - i];
-    let mut best: Option<(T, usize, bool)> = None;
-    for (i, &reach) in forward.iter().enumerate() {
-        let diagonal = (i + 1 < n).then(|| (reach + to_end(i + 1), true));
-        for (total, is_diagonal) in diagonal.into_iter().chain([(reach + to_end(i), false)]) {
-            if best.is_none_or(|(least, _, _)| total < least) {
-                best = Some((total, i, is_diagonal));
+    let is_leaf = |part: &SubPair| {
+        let (rows, cols) = (part.rows.len(), part.cols.len());
+        rows == 1 || cols == 1 || (rows as u128 * cols as u128) <= leaf_cells as u128
+    };
+    let whole = SubPair {
+        rows: 0..n,
+        cols: 0..m,
+    };
+    // Each leaf's path in the pair's indices, keyed by its first cell (the
+    // leaves' order along the path), and its value.
+    let leaves = Mutex::new(Vec::new());
+    let trace = |part: SubPair| -> Result<()> {
+        let leaf = dtw::traceback(
+            &Samples::new(x.slice(s![part.rows.clone(), ..])),
+            &Samples::new(y.slice(s![part.cols.clone(), ..])),
+            None,
+        )?;
+        let (row0, col0) = (part.rows.start, part.cols.start);
+        let path = leaf.path.iter().map(|&(i, j)| (i + row0, j + col0));
+        let mut leaves = leaves
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        leaves.push(((row0, col0), path.collect::<Vec<_>>(), leaf.value));
+        Ok(())
+    };
+    let mut value = None;
+    let failure = Mutex::new(None);
+    rayon::scope(|scope| -> Result<()> {
+        let mut level = vec![whole];
+        while !level.is_empty() {
+            crate::interrupt::check()?;
+            let (done, split): (Vec<_>, Vec<_>) = level.into_iter().partition(is_leaf);
+            for part in done {
+                let (trace, failure) = (&trace, &failure);
+                scope.spawn(move |_| {
+                    if let Err(error) = trace(part) {
+                        *failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
+                    }
+                });
+            }
+            let passes: Vec<_> = split.iter().flat_map(|part| part.passes((n, m))).collect();
+            let columns = provider.last_columns(&passes)?;
+            level = Vec::with_capacity(2 * split.len());
+            for (part, columns) in split.iter().zip(columns.chunks_exact(2)) {
+                let (total, left, right) = part.crossing(&columns[0], &columns[1]);
+                value.get_or_insert(total);
+                level.extend([left, right]);
             }
         }
+        Ok(())
+    })?;
+    if let Some(error) = failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(error);
     }
-    let (total, row, is_diagonal) = best.expect("a sub-pair has rows");
-    let right_row = row + usize::from(is_diagonal);
-    let (left, right) = rayon::join(
-        || {
-            solve(
-                x.slice(s![..=row, ..]),
-                y.slice(s![..=c, ..]),
-                (row0, col0),
-                pair,
-            )
-        },
-        || {
-            solve(
-                x.slice(s![right_row.., ..]),
-                y.slice(s![c + 1.., ..]),
-                (row0 + right_row, col0 + c + 1),
-                pair,
-            )
-        },
-    );
-    let (mut path, _) = left?;
-    let (right, _) = right?;
-    path.extend(right.into_iter().map(|(i, j)| (i + right_row, j + c + 1)));
-    Ok((path, total))
+    let mut leaves = leaves.into_inner().unwrap_or_else(|p| p.into_inner());
+    leaves.sort_unstable_by_key(|(start, _, _)| *start);
+    // A single leaf is the whole pair, and its value the pair's.
+    let value = value.unwrap_or_else(|| leaves[0].2);
+    let path = leaves.into_iter().flat_map(|(_, path, _)| path).collect();
+    Ok(Alignment {
+        path,
+        value,
+        on_gpu: false,
+    })
+}
+
+/// A sub-pair of the pair: the path runs from its first cell to its last.
+struct SubPair {
+    rows: Range<usize>,
+    cols: Range<usize>,
+}
+
+impl SubPair {
+    /// The middle column the sub-pair is split after.
+    fn middle(&self) -> usize {
+        self.cols.start + (self.cols.len() - 1) / 2
+    }
+
+    /// The forward pass to the middle column, and the backward pass (over
+    /// the reversed series of the pair of lengths `(n, m)`) to the column
+    /// after it.
+    fn passes(&self, (n, m): (usize, usize)) -> [Pass; 2] {
+        let c = self.middle();
+        [
+            Pass {
+                rows: self.rows.clone(),
+                cols: self.cols.start..c + 1,
+                reversed: false,
+            },
+            Pass {
+                rows: n - self.rows.end..n - self.rows.start,
+                cols: m - self.cols.end..m - (c + 1),
+                reversed: true,
+            },
+        ]
+    }
+
+    /// Where the path crosses from the middle column to the next, from the
+    /// passes' columns: the path's cost and the two sub-pairs it leaves.
+    fn crossing<T: Float>(&self, forward: &[T], backward: &[T]) -> (T, SubPair, SubPair) {
+        let n = self.rows.len();
+        // The cost from (i, c + 1) to the end, the cell's own cost included.
+        let to_end = |i: usize| backward[n - 1 - i];
+        let mut best: Option<(T, usize, bool)> = None;
+        for (i, &reach) in forward.iter().enumerate() {
+            let diagonal = (i + 1 < n).then(|| (reach + to_end(i + 1), true));
+            for (total, is_diagonal) in diagonal.into_iter().chain([(reach + to_end(i), false)]) {
+                if best.is_none_or(|(least, _, _)| total < least) {
+                    best = Some((total, i, is_diagonal));
+                }
+            }
+        }
+        let (total, row, is_diagonal) = best.expect("a sub-pair has rows");
+        let (row, c) = (self.rows.start + row, self.middle());
+        let right_row = row + usize::from(is_diagonal);
+        let left = SubPair {
+            rows: self.rows.start..row + 1,
+            cols: self.cols.start..c + 1,
+        };
+        let right = SubPair {
+            rows: right_row..self.rows.end,
+            cols: c + 1..self.cols.end,
+        };
+        (total, left, right)
+    }
 }

@@ -14,12 +14,12 @@
 
 mod dtw;
 mod hirschberg;
-mod on_gpu;
+pub(crate) mod on_gpu;
 mod soft;
 mod twed;
 mod types;
 
-pub use hirschberg::{hirschberg, CpuLastColumn, LastColumn, HIRSCHBERG_LEAF_CELLS};
+pub use hirschberg::{hirschberg, CpuLastColumn, LastColumn, Pass, HIRSCHBERG_LEAF_CELLS};
 pub use on_gpu::{GpuLastColumn, GPU_LAST_COLUMN_MIN_CELLS};
 pub use types::{Alignment, Edit, EditPath, EditStep};
 
@@ -79,7 +79,10 @@ pub fn dtw_path<T: Float>(
         if let Backend::Gpu(gpu) = Backend::resolve(options.device)? {
             let provider = GpuLastColumn::new(gpu, x, y)?;
             let alignment = hirschberg(x, y, &provider, GPU_LEAF_CELLS)?;
-            return finite(alignment);
+            return finite(Alignment {
+                on_gpu: true,
+                ..alignment
+            });
         }
     }
     if cells <= PATH_WORKSPACE_BYTES as u128 {

@@ -13,6 +13,8 @@ pub struct Alignment<T> {
     pub path: Vec<(usize, usize)>,
     /// The sum of the path's squared Euclidean costs: `distance`'s value.
     pub value: T,
+    /// Whether the GPU computed it (the long unbanded pairs' passes).
+    pub on_gpu: bool,
 }
 
 /// How a TWED edit step reaches its cell.

@@ -21,7 +21,9 @@ fn columns_match<T: Float>(dims: usize) {
     let (x, _) = pair_series::<T>(&mut rng, n, dims);
     let (y, _) = pair_series::<T>(&mut rng, m, dims);
     let gpu = Gpu::get().unwrap();
-    let on_gpu = GpuLastColumn::new(gpu, x.view(), y.view()).unwrap().with_min_cells(0);
+    let on_gpu = GpuLastColumn::new(gpu, x.view(), y.view())
+        .unwrap()
+        .with_min_cells(0);
     let on_cpu = CpuLastColumn::new(x.view(), y.view());
     // Whole, one row, one column, narrower than a panel, odd offsets.
     let ranges = [
@@ -35,8 +37,12 @@ fn columns_match<T: Float>(dims: usize) {
     let tolerance = tolerance::<T>(n, m, dims);
     for (rows, cols) in ranges {
         for reversed in [false, true] {
-            let expected = on_cpu.last_column(rows.clone(), cols.clone(), reversed).unwrap();
-            let got = on_gpu.last_column(rows.clone(), cols.clone(), reversed).unwrap();
+            let expected = on_cpu
+                .last_column(rows.clone(), cols.clone(), reversed)
+                .unwrap();
+            let got = on_gpu
+                .last_column(rows.clone(), cols.clone(), reversed)
+                .unwrap();
             assert_eq!(got.len(), rows.len());
             for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
                 let (g, e) = (g.to_f64(), e.to_f64());
@@ -75,7 +81,9 @@ fn gpu_hirschberg_matches_the_full_matrix() {
         let (x, _) = pair_series::<f64>(&mut rng, n, dims);
         let (y, _) = pair_series::<f64>(&mut rng, m, dims);
         let (expected_path, expected) = oracle::dtw_path(x.view(), y.view(), None);
-        let provider = GpuLastColumn::new(gpu, x.view(), y.view()).unwrap().with_min_cells(0);
+        let provider = GpuLastColumn::new(gpu, x.view(), y.view())
+            .unwrap()
+            .with_min_cells(0);
         for leaf in [1, 64, 4096] {
             let got = hirschberg(x.view(), y.view(), &provider, leaf).unwrap();
             assert_eq!(got.path, expected_path, "{n} x {m} x {dims}, leaf {leaf}");
@@ -103,11 +111,23 @@ fn gpu_dtw_path_of_a_long_pair() {
     let cost = path_cost(&got.path, xf.view(), yf.view());
     let expected = distance(x.view(), y.view(), Dtw::new().into()).unwrap();
     let tolerance = tolerance::<f32>(n, m, 1);
-    assert!((cost - expected as f64).abs() <= tolerance * cost, "{cost} vs {expected}");
-    assert!((got.value as f64 - cost).abs() <= tolerance * cost, "{} vs {cost}", got.value);
+    assert!(
+        (cost - expected as f64).abs() <= tolerance * cost,
+        "{cost} vs {expected}"
+    );
+    assert!(
+        (got.value as f64 - cost).abs() <= tolerance * cost,
+        "{} vs {cost}",
+        got.value
+    );
 
     let (x, y) = (xf, yf);
     let got = dtw_path(x.view(), y.view(), Dtw::new(), &gpu_options).unwrap();
-    let cpu = hirschberg(x.view(), y.view(), &CpuLastColumn::new(x.view(), y.view()), 1 << 22);
+    let cpu = hirschberg(
+        x.view(),
+        y.view(),
+        &CpuLastColumn::new(x.view(), y.view()),
+        1 << 22,
+    );
     assert_eq!(got.path, cpu.unwrap().path);
 }
