@@ -108,7 +108,11 @@ impl GpuSet {
         if self.is_all() {
             return None;
         }
-        Some((0..=Self::MAX_ORDINAL).filter(|k| self.mask & (1 << k) != 0).collect())
+        Some(
+            (0..=Self::MAX_ORDINAL)
+                .filter(|k| self.mask & (1 << k) != 0)
+                .collect(),
+        )
     }
 }
 

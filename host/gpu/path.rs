@@ -78,12 +78,17 @@ impl<T: Float> DevicePathPair<T> {
         };
         // The launched matrix has y's samples as rows, x's as columns.
         let pair = (set(y_at + cols.start, 0), set(x_at + rows.start, 1));
-        let last_row = stream
-            .alloc_zeros::<T>(rows.len() + 1)
-            .map_err(gpu_error)?;
+        let last_row = stream.alloc_zeros::<T>(rows.len() + 1).map_err(gpu_error)?;
         let last_row_at = last_row.device_ptr(stream).0 as *mut T;
         let lengths = (cols.len(), rows.len());
-        pipelined_launch(gpu, DtwParams::new(None), pair, lengths, budget, last_row_at)?;
+        pipelined_launch(
+            gpu,
+            DtwParams::new(None),
+            pair,
+            lengths,
+            budget,
+            last_row_at,
+        )?;
         let mut column = stream.clone_dtoh(&last_row).map_err(gpu_error)?;
         column.remove(0);
         Ok(column)

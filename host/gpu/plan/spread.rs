@@ -12,6 +12,7 @@
 //! that holds them can compute).
 
 use crate::{Error, Result};
+use std::ops::Range;
 use std::sync::{Condvar, Mutex};
 
 /// `error` with the worker's `name` in front, if it is a device error.
@@ -71,7 +72,11 @@ where
         fatal: None,
     });
     let changed = Condvar::new();
-    let lock = || queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let lock = || {
+        queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
     let take = || -> Option<usize> {
         let mut state = lock();
         loop {
@@ -136,7 +141,11 @@ where
             .collect();
         threads
             .into_iter()
-            .map(|thread| thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
             .collect()
     });
     let state = queue.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -170,9 +179,44 @@ where
             .collect();
         threads
             .into_iter()
-            .map(|thread| thread.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
             .collect()
     })
+}
+
+/// Contiguous slices of `count` series, one per budget in turn, in
+/// proportion to the budgets, each within its budget (`bytes(range)`: what
+/// a slice takes); a budget may get an empty slice. `None` if the set does
+/// not fit them all.
+pub(crate) fn shards(
+    count: usize,
+    budgets: &[usize],
+    bytes: impl Fn(Range<usize>) -> usize,
+) -> Option<Vec<Range<usize>>> {
+    let total = bytes(0..count) as f64;
+    let sum: f64 = budgets.iter().map(|&b| b as f64).sum();
+    let mut result = Vec::with_capacity(budgets.len());
+    let (mut start, mut share) = (0, 0.0);
+    for (k, &budget) in budgets.iter().enumerate() {
+        share += budget as f64;
+        let last = k + 1 == budgets.len();
+        let mut end = start;
+        while end < count {
+            let fits = bytes(start..end + 1) <= budget;
+            let due = last || (bytes(0..end + 1) as f64) <= total * share / sum;
+            if !fits || !due {
+                break;
+            }
+            end += 1;
+        }
+        result.push(start..end);
+        start = end;
+    }
+    (start == count).then_some(result)
 }
 
 #[cfg(test)]
@@ -290,6 +334,28 @@ mod tests {
         let mut fakes = vec![fake(0, 0), fake(1, 0)];
         assert_eq!(run(&mut fakes, 0).0.unwrap(), [0, 0]);
         assert!(run(&mut [], 3).0.is_err());
+    }
+
+    #[test]
+    fn shards_follow_the_budgets_and_fit() {
+        // 10 series of 100 bytes, 8 bytes per range.
+        let bytes = |r: Range<usize>| r.len() * 100 + 8;
+        assert_eq!(shards(10, &[2000], bytes), Some(vec![0..10]));
+        assert_eq!(shards(10, &[1000, 1000], bytes), Some(vec![0..5, 5..10]));
+        assert_eq!(shards(10, &[3000, 1000], bytes), Some(vec![0..7, 7..10]));
+        // The first budget holds only 3; the second takes the rest.
+        assert_eq!(shards(10, &[308, 5000], bytes), Some(vec![0..3, 3..10]));
+        assert_eq!(shards(10, &[500, 500], bytes), None);
+        assert_eq!(shards(1, &[1000, 1000], bytes), Some(vec![0..0, 0..1]));
+        for budgets in [[700, 400, 900], [108, 5000, 5000], [5000, 5000, 108]] {
+            let got = shards(10, &budgets, bytes).unwrap();
+            assert_eq!(got.first().unwrap().start, 0);
+            assert_eq!(got.last().unwrap().end, 10);
+            for (k, pair) in got.windows(2).enumerate() {
+                assert_eq!(pair[0].end, pair[1].start, "{got:?}");
+                assert!(bytes(pair[0].clone()) <= budgets[k]);
+            }
+        }
     }
 
     #[test]
