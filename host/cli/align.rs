@@ -223,7 +223,7 @@ fn emit<T: Float + WritableElement>(
         computed.value,
         computed.steps,
         super::three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
-        describe(timewarp::Backend::Cpu),
+        describe(super::Target::CPU),
         T::NAME
     );
     match (&computed.text, &computed.matrix, &args.out) {

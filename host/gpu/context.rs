@@ -47,6 +47,8 @@ pub struct Gpu {
     busy: Mutex<()>,
     /// Nanoseconds computations have held `busy`, in all.
     busy_nanos: AtomicU64,
+    /// Pairs the pair-kernel pipeline has computed here, in all.
+    pairs: AtomicU64,
     /// The streams and pinned buffers of the pipelined pair kernels.
     pub(crate) pool: PinnedPool,
 }
@@ -176,6 +178,7 @@ impl Gpu {
             functions: Mutex::new(HashMap::new()),
             busy: Mutex::new(()),
             busy_nanos: AtomicU64::new(0),
+            pairs: AtomicU64::new(0),
             pool: PinnedPool::default(),
         })
     }
@@ -215,6 +218,18 @@ impl Gpu {
     /// much of it the GPU was in use or loading kernels for it.
     pub fn busy_time(&self) -> Duration {
         Duration::from_nanos(self.busy_nanos.load(Ordering::Relaxed))
+    }
+
+    /// How many pairs the pair kernels (naive, warp, local, shared) of
+    /// distance matrices have computed on this GPU since it was opened:
+    /// with several GPUs, each one's share of the work.
+    pub fn pairs_computed(&self) -> u64 {
+        self.pairs.load(Ordering::Relaxed)
+    }
+
+    /// Counts `pairs` more in [`Gpu::pairs_computed`].
+    pub(crate) fn count_pairs(&self, pairs: u64) {
+        self.pairs.fetch_add(pairs, Ordering::Relaxed);
     }
 
     /// Kernel `id`, its module JIT-compiled from the embedded PTX on first

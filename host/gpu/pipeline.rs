@@ -262,6 +262,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
         unsafe { driver::memcpy_dtoh_async(results, out_ptr, stream.cu_stream()) }
             .map_err(gpu_error)?;
         slot.done.record(&stream).map_err(gpu_error)?;
+        gpu.count_pairs(tile.pairs());
         slot.pending = Some(tile);
         Ok(())
     }
