@@ -233,6 +233,5 @@ pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
             },
         )?;
     }
-    drop(output);
     Ok(out)
 }

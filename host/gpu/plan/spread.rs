@@ -197,7 +197,9 @@ pub(crate) fn shards(
     budgets: &[usize],
     bytes: impl Fn(Range<usize>) -> usize,
 ) -> Option<Vec<Range<usize>>> {
-    let total = bytes(0..count) as f64;
+    // Proportions of the series' bytes, without what any slice takes.
+    let empty = bytes(0..0);
+    let total = (bytes(0..count) - empty) as f64;
     let sum: f64 = budgets.iter().map(|&b| b as f64).sum();
     let mut result = Vec::with_capacity(budgets.len());
     let (mut start, mut share) = (0, 0.0);
@@ -207,7 +209,7 @@ pub(crate) fn shards(
         let mut end = start;
         while end < count {
             let fits = bytes(start..end + 1) <= budget;
-            let due = last || (bytes(0..end + 1) as f64) <= total * share / sum;
+            let due = last || ((bytes(0..end + 1) - empty) as f64) <= total * share / sum;
             if !fits || !due {
                 break;
             }
@@ -337,14 +339,16 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // A list of one shard is meant.
     fn shards_follow_the_budgets_and_fit() {
         // 10 series of 100 bytes, 8 bytes per range.
         let bytes = |r: Range<usize>| r.len() * 100 + 8;
         assert_eq!(shards(10, &[2000], bytes), Some(vec![0..10]));
         assert_eq!(shards(10, &[1000, 1000], bytes), Some(vec![0..5, 5..10]));
         assert_eq!(shards(10, &[3000, 1000], bytes), Some(vec![0..7, 7..10]));
-        // The first budget holds only 3; the second takes the rest.
-        assert_eq!(shards(10, &[308, 5000], bytes), Some(vec![0..3, 3..10]));
+        // A small budget's share rounds down to no series at all.
+        assert_eq!(shards(10, &[308, 5000], bytes), Some(vec![0..0, 0..10]));
+        assert_eq!(shards(10, &[400, 800], bytes), Some(vec![0..3, 3..10]));
         assert_eq!(shards(10, &[500, 500], bytes), None);
         assert_eq!(shards(1, &[1000, 1000], bytes), Some(vec![0..0, 0..1]));
         for budgets in [[700, 400, 900], [108, 5000, 5000], [5000, 5000, 108]] {
