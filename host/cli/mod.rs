@@ -11,6 +11,9 @@ mod knn;
 mod matrix;
 mod output;
 mod plot;
+mod target;
+
+pub use target::{describe, options_for, Target};
 
 pub use output::{
     check_output_path, print, print_csv, progress_bar, set_fraction_done, work_bar, write_output,
@@ -26,8 +29,8 @@ use std::time::Instant;
 use timewarp::formats::{self, Dataset};
 use timewarp::gpu::{self, Gpu};
 use timewarp::{
-    Backend, ComputeOptions, Device, Dtw, Error, Float, GpuSet, Metric, Precision, SeriesSet,
-    SoftDtw, Twed, Variant,
+    Backend, Device, Dtw, Error, Float, GpuSet, Metric, Precision, SeriesSet, SoftDtw, Twed,
+    Variant,
 };
 
 const INPUT_FORMATS: &str = "\
@@ -249,34 +252,8 @@ pub struct ComputeArgs {
     precision: Precision,
     /// The GPUs to compute on: all (every usable one) or ordinals, e.g. 0,1
     /// [default: all]
-    #[arg(long, value_name = "LIST", value_parser = gpus_parser)]
+    #[arg(long, value_name = "LIST", value_parser = target::gpus_parser)]
     gpus: Option<GpuSet>,
-}
-
-/// `--gpus`: `all` or ordinals separated by commas.
-fn gpus_parser(text: &str) -> Result<GpuSet, String> {
-    text.parse().map_err(|e: Error| match e {
-        Error::InvalidInput(message) => message,
-        other => other.to_string(),
-    })
-}
-
-/// Where a command computes: the backend, and on the GPU, which GPUs.
-#[derive(Clone, Copy)]
-pub struct Target {
-    pub backend: Backend,
-    pub gpus: GpuSet,
-}
-
-impl Target {
-    pub const CPU: Target = Target {
-        backend: Backend::Cpu,
-        gpus: GpuSet::all(),
-    };
-
-    pub fn is_gpu(&self) -> bool {
-        self.backend.is_gpu()
-    }
 }
 
 /// `--variant` of `distance` and `knn`.
@@ -424,28 +401,6 @@ pub fn gpu_unavailable_reason(error: Error) -> String {
         Error::GpuUnavailable(reason) => reason,
         other => other.to_string(),
     }
-}
-
-/// Options that compute on exactly `target`, whatever the GPU does later.
-pub fn options_for(target: Target) -> ComputeOptions {
-    ComputeOptions::on(match target.backend {
-        Backend::Cpu => Device::Cpu,
-        Backend::Gpu(_) => Device::Gpu,
-    })
-    .with_gpus(target.gpus)
-}
-
-/// `cpu`, `gpu 0 (NVIDIA H100 ...)` or `gpus 0,1 (NVIDIA H200, NVIDIA
-/// H200)`, for messages.
-pub fn describe(target: Target) -> String {
-    let gpus = match target.backend {
-        Backend::Cpu => return "cpu".into(),
-        Backend::Gpu(gpu) => Gpu::select(target.gpus).unwrap_or_else(|_| vec![gpu]),
-    };
-    let ordinals: Vec<String> = gpus.iter().map(|g| g.info().ordinal.to_string()).collect();
-    let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
-    let noun = if gpus.len() == 1 { "gpu" } else { "gpus" };
-    format!("{noun} {} ({})", ordinals.join(","), names.join(", "))
 }
 
 /// A data file, read.
