@@ -310,12 +310,7 @@ impl ComputeArgs {
     /// Where `--device` and `--gpus` compute here; a GPU of `--gpus` that
     /// does not exist or cannot be used is an error before any work.
     pub fn backend(&self) -> Result<Target, Failure> {
-        if self.gpus.is_some() && self.device == Device::Cpu {
-            return Err(Failure::usage(
-                "--gpus selects GPUs; it does not apply to --device cpu",
-            ));
-        }
-        let gpus = self.gpus.unwrap_or_default();
+        let gpus = self.gpus()?;
         if !gpus.is_all() {
             if let Some(reason) = gpu::kernels_build_error() {
                 return Err(Failure::runtime(format!(
@@ -332,9 +327,15 @@ impl ComputeArgs {
         })
     }
 
-    /// The GPUs `--gpus` names (default: all).
-    pub fn gpus(&self) -> GpuSet {
-        self.gpus.unwrap_or_default()
+    /// The GPUs `--gpus` names (default: all); a usage error with
+    /// `--device cpu`.
+    pub fn gpus(&self) -> Result<GpuSet, Failure> {
+        if self.gpus.is_some() && self.device == Device::Cpu {
+            return Err(Failure::usage(
+                "--gpus selects GPUs; it does not apply to --device cpu",
+            ));
+        }
+        Ok(self.gpus.unwrap_or_default())
     }
 
     /// `f32` or `f64`.

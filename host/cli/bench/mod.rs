@@ -213,8 +213,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         (Mode::Matrix, _) | (_, false) => &args.variant,
         _ => &[Variant::Warp, Variant::Stencil],
     };
-    let backends = backends(args.compute.device, args.compute.gpus(), variants)?;
-    let used = gpus_used(&backends, args.compute.gpus());
+    let gpus = args.compute.gpus()?;
+    let backends = backends(args.compute.device, gpus, variants)?;
+    let used = gpus_used(&backends, gpus);
     let pairs_before: Vec<u64> = used.iter().map(|g| g.pairs_computed()).collect();
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
     if args.resident && args.file.is_some() {
