@@ -15,9 +15,11 @@ use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
 
-/// `error` with the worker's `name` in front, if it is a device error.
+/// `error` with the worker's `name` in front, if it is a device error (and
+/// does not name it already).
 pub(crate) fn named(error: Error, name: &str) -> Error {
     match error {
+        Error::Gpu(message) if message.starts_with(name) => Error::Gpu(message),
         Error::Gpu(message) => Error::Gpu(format!("{name}: {message}")),
         other => other,
     }
