@@ -22,7 +22,7 @@ use super::layout::image_bytes;
 use super::long_pair::{check_fits, pair_pipelined_on};
 use super::multi::{armed_faults, enter};
 use super::plan::paired::{operands, Shapes};
-use super::plan::spread::spread;
+use super::plan::spread::{named, spread};
 use super::plan::{chunks, count_ranges};
 use super::select::{
     band_width, block_threads, paired_variant, pipelined_workspace, warp_kernel, WarpKernel,
@@ -116,7 +116,11 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
 ) -> Result<Vec<T>> {
     let pairs = x.len();
     if gpus.len() == 1 || pairs < 2 {
-        return paired_values(gpus[0], variant, params, (x, y), divergence, memory_budget);
+        let gpu = gpus[0];
+        let mut fault_after = armed_faults(&gpus[..1])[0];
+        enter(gpu, &mut fault_after, 0).map_err(|e| named(e, &gpu.name()))?;
+        return paired_values(gpu, variant, params, (x, y), divergence, memory_budget)
+            .map_err(|e| named(e, &gpu.name()));
     }
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
     let variant = Some(choose::<T>(gpus[0], variant, &shapes)?);
