@@ -1,7 +1,7 @@
 //! Which backend a [`Device`] choice resolves to here and now.
 
 use crate::gpu::Gpu;
-use crate::{Device, Result};
+use crate::{Device, GpuSet, Result};
 
 /// The backend a [`Device`] choice resolves to.
 #[derive(Clone, Copy)]
@@ -11,13 +11,23 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// `Auto` gives the GPU if usable, else the CPU; `Gpu` gives the GPU or
-    /// the reason there is none.
+    /// `Auto` gives the GPUs if one is usable, else the CPU; `Gpu` gives
+    /// the GPUs or the reason there is none. Every usable GPU: see
+    /// [`Backend::resolve_on`].
     pub fn resolve(device: Device) -> Result<Backend> {
+        Backend::resolve_on(device, GpuSet::all())
+    }
+
+    /// As [`Backend::resolve`] on the GPUs of `gpus`: the backend names the
+    /// first (the others are [`Gpu::select`]'s). A listed GPU that does not
+    /// exist or cannot be used is an error even with `Auto`.
+    pub fn resolve_on(device: Device, gpus: GpuSet) -> Result<Backend> {
+        let first = || Gpu::select(gpus).map(|list| Backend::Gpu(list[0]));
         match device {
             Device::Cpu => Ok(Backend::Cpu),
-            Device::Gpu => Gpu::get().map(Backend::Gpu),
-            Device::Auto => Ok(Gpu::get().map_or(Backend::Cpu, Backend::Gpu)),
+            Device::Gpu => first(),
+            Device::Auto if gpus.is_all() => Ok(first().unwrap_or(Backend::Cpu)),
+            Device::Auto => first(),
         }
     }
 

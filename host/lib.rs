@@ -71,7 +71,7 @@ pub use metric::{Dtw, Metric, SoftDtw, Twed};
 /// The `ndarray` of this crate's API, for callers that do not depend on it
 /// themselves.
 pub use ndarray;
-pub use options::{ComputeOptions, Device, Variant};
+pub use options::{ComputeOptions, Device, GpuSet, Placement, Variant};
 pub use resident::{upload, ResidentSet};
 pub use results::SoftDtwGradient;
 pub use series::SeriesSet;

@@ -1,5 +1,7 @@
-//! How a computation is asked for: where ([`Device`]), within what device
-//! memory, and with which GPU kernel variant ([`Variant`]).
+//! How a computation is asked for: where ([`Device`]), on which GPUs
+//! ([`GpuSet`]), within what device memory, with which GPU kernel variant
+//! ([`Variant`]), and how a resident set is kept on several GPUs
+//! ([`Placement`]).
 
 use crate::{Error, Result};
 use std::fmt;
@@ -26,6 +28,10 @@ pub struct ComputeOptions {
     pub gpu_memory_budget: Option<usize>,
     /// The GPU kernel variant (default: chosen from the shapes of the data).
     pub gpu_variant: Option<Variant>,
+    /// The GPUs a computation spreads over (default: every usable one).
+    pub gpus: GpuSet,
+    /// How [`crate::upload`] keeps a set on several GPUs.
+    pub placement: Placement,
 }
 
 impl ComputeOptions {
@@ -43,6 +49,121 @@ impl ComputeOptions {
             ..self
         }
     }
+
+    /// The same on the GPUs of `gpus` only.
+    pub fn with_gpus(self, gpus: GpuSet) -> Self {
+        Self { gpus, ..self }
+    }
+}
+
+/// Which GPUs a computation uses: every usable one (the default), or the
+/// ordinals listed (as the driver numbers them, after
+/// `CUDA_VISIBLE_DEVICES`). Parsed from and printed as the CLI's `--gpus`:
+/// `all`, or ordinals separated by commas (`0,1`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GpuSet {
+    /// Bit `k`: ordinal `k`; 0 for every usable GPU.
+    mask: u64,
+}
+
+impl GpuSet {
+    /// Ordinals are bits of a `u64`.
+    pub const MAX_ORDINAL: usize = 63;
+
+    /// Every usable GPU.
+    pub const fn all() -> Self {
+        GpuSet { mask: 0 }
+    }
+
+    /// GPU `ordinal` alone.
+    pub fn one(ordinal: usize) -> Result<Self> {
+        Self::of(&[ordinal])
+    }
+
+    /// The GPUs `ordinals` (at least one; duplicates count once).
+    pub fn of(ordinals: &[usize]) -> Result<Self> {
+        if ordinals.is_empty() {
+            return Err(Error::InvalidInput("an empty list of GPUs".into()));
+        }
+        let mut mask = 0u64;
+        for &k in ordinals {
+            if k > Self::MAX_ORDINAL {
+                return Err(Error::InvalidInput(format!(
+                    "GPU ordinal {k} is over the largest supported, {}",
+                    Self::MAX_ORDINAL
+                )));
+            }
+            mask |= 1 << k;
+        }
+        Ok(GpuSet { mask })
+    }
+
+    /// Whether it means every usable GPU.
+    pub const fn is_all(self) -> bool {
+        self.mask == 0
+    }
+
+    /// The ordinals listed, ascending; `None` for every usable GPU.
+    pub fn ordinals(self) -> Option<Vec<usize>> {
+        if self.is_all() {
+            return None;
+        }
+        Some(
+            (0..=Self::MAX_ORDINAL)
+                .filter(|k| self.mask & (1 << k) != 0)
+                .collect(),
+        )
+    }
+}
+
+impl fmt::Display for GpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ordinals() {
+            None => f.write_str("all"),
+            Some(list) => {
+                let names: Vec<String> = list.iter().map(usize::to_string).collect();
+                f.write_str(&names.join(","))
+            }
+        }
+    }
+}
+
+impl FromStr for GpuSet {
+    type Err = Error;
+
+    /// `all`, or ordinals separated by commas (`0,1`).
+    fn from_str(text: &str) -> Result<GpuSet> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("all") {
+            return Ok(GpuSet::all());
+        }
+        let ordinals = text
+            .split(',')
+            .map(|part| {
+                part.trim().parse::<usize>().map_err(|_| {
+                    Error::InvalidInput(format!(
+                        "GPUs {text:?}: expected `all` or ordinals separated by commas, e.g. 0,1"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        GpuSet::of(&ordinals)
+    }
+}
+
+/// How [`crate::upload`] keeps a set on several GPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// Replicate when a copy fits every GPU's budget, else shard.
+    #[default]
+    Auto,
+    /// A whole copy on every GPU: the queries are shared out between them
+    /// (many queries against a set that fits one GPU).
+    Replicate,
+    /// A contiguous slice of the set on each GPU, in proportion to their
+    /// budgets: every query runs against every slice and the columns are
+    /// put together (a set larger than one GPU).
+    Shard,
 }
 
 /// The GPU kernel variants: how the GPU computes a batch of pairs. Every
@@ -140,5 +261,24 @@ impl FromStr for Variant {
                     names.join(", ")
                 ))
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_sets_parse_and_print() {
+        assert_eq!("all".parse::<GpuSet>().unwrap(), GpuSet::all());
+        let two: GpuSet = " 1, 0,1".parse().unwrap();
+        assert_eq!(two.ordinals(), Some(vec![0, 1]));
+        assert_eq!(two.to_string(), "0,1");
+        assert_eq!(GpuSet::all().to_string(), "all");
+        assert_eq!(GpuSet::all().ordinals(), None);
+        for bad in ["", "0,", "x", "-1", "64"] {
+            assert!(bad.parse::<GpuSet>().is_err(), "{bad:?}");
+        }
+        assert!(GpuSet::of(&[]).is_err());
     }
 }

@@ -4,7 +4,7 @@
 use super::finite::check_finite;
 use super::soft_dtw::soft_dtw_pairs;
 use crate::cpu::{self, CpuMeasure};
-use crate::gpu::{self, KernelParams};
+use crate::gpu::{self, Gpu, KernelParams};
 use crate::interrupt;
 use crate::resident::Storage;
 use crate::{
@@ -64,7 +64,7 @@ pub fn distance_matrix<T: Float>(
     if let Some(b) = b {
         check_dims(a.dims(), b.dims())?;
     }
-    let backend = Backend::resolve(options.device)?;
+    let backend = Backend::resolve_on(options.device, options.gpus)?;
     let running = interrupt::Running::start();
     let matrix = with_params!(T, metric, params => run(backend, options, params, a, b))?;
     let matrix = match metric {
@@ -93,10 +93,10 @@ fn run<T: Float, P: CpuMeasure<T> + KernelParams<T>>(
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
 ) -> Result<Array2<T>> {
-    let gpu = match backend {
-        Backend::Cpu => return Ok(cpu::matrix(a, b, &params)),
-        Backend::Gpu(gpu) => gpu,
-    };
+    if let Backend::Cpu = backend {
+        return Ok(cpu::matrix(a, b, &params));
+    }
+    let gpus = Gpu::select(options.gpus)?;
     let variant = options.gpu_variant.unwrap_or_else(|| {
         let other = b.unwrap_or(a);
         let pairs = match b {
@@ -107,7 +107,7 @@ fn run<T: Float, P: CpuMeasure<T> + KernelParams<T>>(
         let band = gpu::band_width(&params, a.lengths(), other.lengths());
         gpu::matrix_variant(P::MEASURE, pairs, shortest, band)
     });
-    gpu::matrix(gpu, variant, params, a, b, options.gpu_memory_budget)
+    gpu::matrix(&gpus, variant, params, a, b, options.gpu_memory_budget)
 }
 
 /// The distance of every series of `queries` (rows) to every series of the
@@ -115,6 +115,9 @@ fn run<T: Float, P: CpuMeasure<T> + KernelParams<T>>(
 /// queries go to the device in blocks, the results come back as the next
 /// tiles run, and the database does not move.
 ///
+/// It computes on the GPUs the set lives on (`options.gpus` does not
+/// apply): a replicated set shares the queries out between them, a sharded
+/// one runs every query on every slice.
 /// `options.gpu_memory_budget` bounds what the call allocates besides the
 /// resident set (larger query batches and outputs run in chunks);
 /// `options.gpu_variant` may be `naive`, `warp`, `local` or `shared` (the
@@ -143,9 +146,9 @@ pub fn distance_matrix_resident<T: Float>(
     let budget = options.gpu_memory_budget;
     let running = interrupt::Running::start();
     let matrix = with_params!(T, metric, params => match (&database.storage, backend) {
-        (Storage::Gpu(set), Backend::Gpu(gpu)) => {
+        (Storage::Gpu(set), Backend::Gpu(_)) => {
             let variant = gpu::resident_variant(options.gpu_variant)?;
-            gpu::matrix_resident(gpu, variant, params, queries, set, budget)
+            gpu::matrix_resident(variant, params, queries, &set.parts(), budget)
         }
         (Storage::Host(set), _) => Ok(cpu::matrix(queries, Some(set), &params)),
         (Storage::Gpu(_), Backend::Cpu) => unreachable!("a GPU set computes on the GPU"),

@@ -106,7 +106,7 @@ enum Paired<'a, T> {
 impl<'a, T: Float> Paired<'a, T> {
     /// Host batches on the backend `options.device` resolves to.
     fn host(x: &'a SeriesSet<T>, y: &'a SeriesSet<T>, options: &ComputeOptions) -> Result<Self> {
-        Ok(match Backend::resolve(options.device)? {
+        Ok(match Backend::resolve_on(options.device, options.gpus)? {
             Backend::Cpu => Paired::Cpu(x, y),
             Backend::Gpu(gpu) => Paired::Gpu(gpu, x, y),
         })
@@ -127,9 +127,18 @@ impl<'a, T: Float> Paired<'a, T> {
                 y.lives()
             )));
         }
-        match (x.stored(), y.stored(), x.backend(options.device)?) {
-            (Stored::Host(x), Stored::Host(y), _) => Ok(Paired::Cpu(x, y)),
-            (Stored::Gpu(x), Stored::Gpu(y), Backend::Gpu(gpu)) => Ok(Paired::Resident(gpu, x, y)),
+        x.backend(options.device)?;
+        match (x.stored()?, y.stored()?) {
+            (Stored::Host(x), Stored::Host(y)) => Ok(Paired::Cpu(x, y)),
+            (Stored::Gpu(gpu, x), Stored::Gpu(on, y)) if std::ptr::eq(gpu, on) => {
+                Ok(Paired::Resident(gpu, x, y))
+            }
+            (Stored::Gpu(gpu, _), Stored::Gpu(on, _)) => Err(Error::InvalidInput(format!(
+                "paired resident sets must live on the same GPU, but x lives on {} and y on {}; \
+                 upload both with the same GPUs",
+                gpu.name(),
+                on.name()
+            ))),
             _ => unreachable!("both sets live where the backend computes"),
         }
     }
@@ -162,8 +171,9 @@ impl<'a, T: Float> Paired<'a, T> {
                 cpu::paired(&a, &b, &params)
             }
             Paired::Cpu(x, y) => cpu::paired(x, y, &params),
-            Paired::Gpu(gpu, x, y) => {
-                gpu::paired_values(gpu, variant, params, (x, y), divergence, budget)?
+            Paired::Gpu(_, x, y) => {
+                let gpus = Gpu::select(options.gpus)?;
+                gpu::paired_values_spread(&gpus, variant, params, (x, y), divergence, budget)?
             }
             Paired::Resident(gpu, x, y) => {
                 gpu::paired_values_resident(gpu, variant, params, (x, y), divergence, budget)?

@@ -228,9 +228,15 @@ fn emit<T: Float + WritableElement>(
         computed.steps,
         super::three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
         describe(if computed.on_gpu {
-            timewarp::Backend::resolve(options.device)?
+            // The path's passes run on the first of the GPUs.
+            let backend = timewarp::Backend::resolve_on(options.device, options.gpus)?;
+            let gpus = match backend {
+                timewarp::Backend::Gpu(gpu) => timewarp::GpuSet::one(gpu.info().ordinal)?,
+                timewarp::Backend::Cpu => options.gpus,
+            };
+            super::Target { backend, gpus }
         } else {
-            timewarp::Backend::Cpu
+            super::Target::CPU
         }),
         T::NAME
     );

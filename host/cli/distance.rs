@@ -1,6 +1,7 @@
 //! `timewarp distance`: the distance matrix, as CSV on stdout or a file.
 
 use super::plot::{self, HeatMap, PlotArgs, MAX_HEATMAP_SIDE};
+use super::Target;
 use super::{
     check_output_path, compute_matrix, print_csv, write_output, ComputeArgs, Failure, Input,
     MetricArgs, VariantArg,
@@ -8,7 +9,7 @@ use super::{
 use ndarray::Array2;
 use ndarray_npy::WritableElement;
 use std::path::{Path, PathBuf};
-use timewarp::{Backend, Float, Metric, Precision, Variant};
+use timewarp::{Float, Metric, Precision, Variant};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -26,6 +27,9 @@ Examples:
 
   # DTW of GunPoint's test set against itself as a heat map, grouped by class
   timewarp distance tests/data/GunPoint_TEST.ts --metric dtw --out d.npy --plot matrix.png
+
+  # On GPUs 0 and 1 only (default: every usable GPU)
+  timewarp distance A.ts --metric dtw --gpus 0,1 --out d.npy
 
   # One long pair with TWED, a GPU thread per cell of each anti-diagonal
   timewarp distance long_a.npy long_b.npy --metric twed --device gpu --variant diagonal
@@ -123,7 +127,7 @@ fn emit<T: Float + WritableElement>(
     a: &Input,
     b: Option<&Input>,
     metric: Metric,
-    backend: Backend,
+    backend: Target,
     variant: Option<Variant>,
     out: Option<&Path>,
 ) -> Result<Array2<f64>, Failure> {

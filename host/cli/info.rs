@@ -11,12 +11,14 @@ Examples:
   timewarp 0.1.0
   kernels: built (PTX sm_70), variants: naive
   kernel build: rustc 1.97.0-nightly (e50aa6fba 2026-05-19) [nightly-2026-05-20], target sm_70, PTX hash 0123456789ab
-  GPU 0: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable
+  GPU 0: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable, used by default
+  GPU 1: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable, used by default
   CPU threads: 16
 
   # The embedded PTX, e.g. for `ptxas -v` (benches/ptxas_report.sh)
   $ timewarp info --dump-ptx kernels.ptx
 
+Commands compute on every usable GPU unless --gpus names some (--gpus 0,1).
 Without a driver or a GPU it says why (`GPUs: none usable: ...`) and exits 0.
 The PTX hash is FNV-1a 64 of the embedded PTX's bytes, the first 12 of its 16
 hex digits; the compiler is the toolchain pinned in kernels-gpu/rust-toolchain.toml.";
@@ -76,18 +78,12 @@ fn dump_ptx(file: &std::path::Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// One GPU: what it is and whether timewarp computes on it (device 0 only).
+/// One GPU: what it is and whether timewarp computes on it (every usable
+/// GPU, unless `--gpus` says otherwise).
 fn gpu_line(info: &GpuInfo) -> String {
-    let status = if info.ordinal == 0 {
-        match Gpu::get() {
-            Ok(_) => "usable".into(),
-            Err(error) => format!("not usable: {}", gpu_unavailable_reason(error)),
-        }
-    } else {
-        match info.usable() {
-            Ok(()) => "usable, idle (timewarp computes on GPU 0)".into(),
-            Err(reason) => format!("not usable: {reason}"),
-        }
+    let status = match Gpu::ordinal(info.ordinal) {
+        Ok(_) => "usable, used by default".into(),
+        Err(error) => format!("not usable: {}", gpu_unavailable_reason(error)),
     };
     let (major, minor) = info.compute_capability;
     format!(

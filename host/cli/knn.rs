@@ -12,6 +12,9 @@ Examples:
   # 1-NN with DTW on GunPoint: prints accuracy: 0.906667 and error: 0.093333
   timewarp knn --train tests/data/GunPoint_TRAIN.ts --test tests/data/GunPoint_TEST.ts --metric dtw
 
+  # On every usable GPU (the default), the training set on each, the test set shared out
+  timewarp knn --train train.ts --test test.ts --metric dtw --gpus all
+
   # TWED with aeon's defaults (nu 0.001, lambda 1, degree 2), 3 neighbours, on the CPU
   timewarp knn --train train.tsv --test test.tsv --metric twed -k 3 --device cpu
 

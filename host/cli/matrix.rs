@@ -2,12 +2,12 @@
 //! ones, when someone is watching stderr, in row blocks that advance a
 //! progress bar.
 
-use super::{options_for, set_fraction_done, work_bar};
+use super::{options_for, set_fraction_done, work_bar, Target};
 use ndarray::{s, Array2};
 use std::ops::Range;
 use timewarp::{
-    distance_matrix, distance_matrix_resident, Backend, ComputeOptions, Float, Metric, ResidentSet,
-    Result, SeriesSet, Variant,
+    distance_matrix, distance_matrix_resident, ComputeOptions, Float, Metric, ResidentSet, Result,
+    SeriesSet, Variant,
 };
 
 /// Cells (sample pairs) worth a progress bar: about a second of work.
@@ -22,16 +22,16 @@ pub fn compute<T: Float>(
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
     metric: Metric,
-    backend: Backend,
+    target: Target,
     variant: Option<Variant>,
 ) -> Result<Array2<T>> {
     let options = ComputeOptions {
         gpu_variant: variant,
-        ..options_for(backend)
+        ..options_for(target)
     };
     // Progress in the estimated cells.
     let bar = work_bar();
-    if bar.is_hidden() || cells(a, b) < long_run(backend) {
+    if bar.is_hidden() || cells(a, b) < long_run(target) {
         return distance_matrix(a, b, metric, &options);
     }
     let blocks = row_blocks(a.len(), a.len().div_ceil(BLOCKS));
@@ -46,22 +46,22 @@ pub fn compute<T: Float>(
 }
 
 /// The matrix of `queries` (rows) against the resident `database`, on
-/// `backend` (where the database lives); a long run watched on stderr in
+/// `target` (where the database lives); a long run watched on stderr in
 /// row blocks that advance a progress bar.
 pub fn compute_resident<T: Float>(
     queries: &SeriesSet<T>,
     database: &ResidentSet<T>,
     metric: Metric,
-    backend: Backend,
+    target: Target,
     variant: Option<Variant>,
 ) -> Result<Array2<T>> {
     let options = ComputeOptions {
         gpu_variant: variant,
-        ..options_for(backend)
+        ..options_for(target)
     };
     let bar = work_bar();
     let cells = queries.total_samples() as f64 * database.total_samples() as f64;
-    if bar.is_hidden() || cells < long_run(backend) {
+    if bar.is_hidden() || cells < long_run(target) {
         return distance_matrix_resident(queries, database, metric, &options);
     }
     let blocks = row_blocks(queries.len(), queries.len().div_ceil(BLOCKS));
@@ -77,10 +77,11 @@ pub fn compute_resident<T: Float>(
 }
 
 /// Cells worth a progress bar on `backend`.
-fn long_run(backend: Backend) -> f64 {
-    match backend {
-        Backend::Cpu => LONG_RUN_CELLS_CPU,
-        Backend::Gpu(_) => LONG_RUN_CELLS_GPU,
+fn long_run(target: Target) -> f64 {
+    if target.is_gpu() {
+        LONG_RUN_CELLS_GPU
+    } else {
+        LONG_RUN_CELLS_CPU
     }
 }
 

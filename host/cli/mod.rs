@@ -11,6 +11,9 @@ mod knn;
 mod matrix;
 mod output;
 mod plot;
+mod target;
+
+pub use target::{describe, options_for, Target};
 
 pub use output::{
     check_output_path, print, print_csv, progress_bar, set_fraction_done, work_bar, write_output,
@@ -26,8 +29,8 @@ use std::time::Instant;
 use timewarp::formats::{self, Dataset};
 use timewarp::gpu::{self, Gpu};
 use timewarp::{
-    Backend, ComputeOptions, Device, Dtw, Error, Float, Metric, Precision, SeriesSet, SoftDtw,
-    Twed, Variant,
+    Backend, Device, Dtw, Error, Float, GpuSet, Metric, Precision, SeriesSet, SoftDtw, Twed,
+    Variant,
 };
 
 const INPUT_FORMATS: &str = "\
@@ -247,6 +250,10 @@ pub struct ComputeArgs {
     /// Floating-point precision of the computation
     #[arg(long, default_value = "f64", value_parser = precision_parser())]
     precision: Precision,
+    /// The GPUs to compute on: all (every usable one) or ordinals, e.g. 0,1
+    /// [default: all]
+    #[arg(long, value_name = "LIST", value_parser = target::gpus_parser)]
+    gpus: Option<GpuSet>,
 }
 
 /// `--variant` of `distance` and `knn`.
@@ -300,9 +307,35 @@ fn precision_parser() -> impl TypedValueParser<Value = Precision> {
 }
 
 impl ComputeArgs {
-    /// The backend `--device` gives here.
-    pub fn backend(&self) -> Result<Backend, Failure> {
-        resolve_backend(self.device)
+    /// Where `--device` and `--gpus` compute here; a GPU of `--gpus` that
+    /// does not exist or cannot be used is an error before any work.
+    pub fn backend(&self) -> Result<Target, Failure> {
+        let gpus = self.gpus()?;
+        if !gpus.is_all() {
+            if let Some(reason) = gpu::kernels_build_error() {
+                return Err(Failure::runtime(format!(
+                    "no usable GPU: {}",
+                    kernels_missing(reason)
+                )));
+            }
+            let backend = Backend::resolve_on(Device::Gpu, gpus)?;
+            return Ok(Target { backend, gpus });
+        }
+        Ok(Target {
+            backend: resolve_backend(self.device)?,
+            gpus,
+        })
+    }
+
+    /// The GPUs `--gpus` names (default: all); a usage error with
+    /// `--device cpu`.
+    pub fn gpus(&self) -> Result<GpuSet, Failure> {
+        if self.gpus.is_some() && self.device == Device::Cpu {
+            return Err(Failure::usage(
+                "--gpus selects GPUs; it does not apply to --device cpu",
+            ));
+        }
+        Ok(self.gpus.unwrap_or_default())
     }
 
     /// `f32` or `f64`.
@@ -371,22 +404,6 @@ pub fn gpu_unavailable_reason(error: Error) -> String {
     }
 }
 
-/// Options that compute on exactly `backend`, whatever the GPU does later.
-pub fn options_for(backend: Backend) -> ComputeOptions {
-    ComputeOptions::on(match backend {
-        Backend::Cpu => Device::Cpu,
-        Backend::Gpu(_) => Device::Gpu,
-    })
-}
-
-/// `cpu` or `gpu 0 (NVIDIA H100 ...)`, for messages.
-pub fn describe(backend: Backend) -> String {
-    match backend {
-        Backend::Cpu => "cpu".into(),
-        Backend::Gpu(gpu) => format!("gpu {} ({})", gpu.info().ordinal, gpu.info().name),
-    }
-}
-
 /// A data file, read.
 pub struct Input {
     pub path: PathBuf,
@@ -440,18 +457,18 @@ pub fn compute_matrix<T: Float>(
     a: &Input,
     b: Option<&Input>,
     metric: Metric,
-    backend: Backend,
+    target: Target,
     variant: Option<Variant>,
 ) -> Result<Array2<T>, Failure> {
     let a_set = a.series::<T>()?;
     let b_set = b.map(Input::series::<T>).transpose()?;
     let start = Instant::now();
-    let matrix = matrix::compute(&a_set, b_set.as_ref(), metric, backend, variant)?;
+    let matrix = matrix::compute(&a_set, b_set.as_ref(), metric, target, variant)?;
     let pairs = match b_set {
         Some(_) => matrix.len(),
         None => a_set.len() * (a_set.len() + 1) / 2,
     };
-    let variant = match (backend, variant) {
+    let variant = match (target.backend, variant) {
         (Backend::Gpu(_), Some(name)) => format!(", {name}"),
         _ => String::new(),
     };
@@ -459,7 +476,7 @@ pub fn compute_matrix<T: Float>(
         "computed {} in {} ms on {} ({}{variant})",
         counted(pairs, "distance", "distances"),
         three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
-        describe(backend),
+        describe(target),
         T::NAME
     );
     Ok(matrix)
@@ -490,15 +507,15 @@ pub fn compute_resident_matrix<T: Float>(
     queries: &Input,
     database: &Input,
     metric: Metric,
-    backend: Backend,
+    target: Target,
     variant: Option<Variant>,
 ) -> Result<Array2<T>, Failure> {
     let queries = queries.series::<T>()?;
     let database = database.series::<T>()?;
     let start = Instant::now();
-    let resident = timewarp::upload(&database, &options_for(backend))?;
-    let matrix = matrix::compute_resident(&queries, &resident, metric, backend, variant)?;
-    let variant = match (backend, variant) {
+    let resident = timewarp::upload(&database, &options_for(target))?;
+    let matrix = matrix::compute_resident(&queries, &resident, metric, target, variant)?;
+    let variant = match (target.backend, variant) {
         (Backend::Gpu(_), Some(name)) => format!(", {name}"),
         _ => String::new(),
     };
@@ -506,7 +523,7 @@ pub fn compute_resident_matrix<T: Float>(
         "computed {} in {} ms on {} ({}{variant})",
         counted(matrix.len(), "distance", "distances"),
         three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
-        describe(backend),
+        describe(target),
         T::NAME
     );
     Ok(matrix)

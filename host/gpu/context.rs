@@ -7,7 +7,7 @@
 use super::device::{driver_error, gpu_error, list_gpus, GpuInfo};
 use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::staging::PinnedPool;
-use crate::{Error, Float, Result};
+use crate::{Error, Float, GpuSet, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{
     result as driver, sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
@@ -47,6 +47,8 @@ pub struct Gpu {
     busy: Mutex<()>,
     /// Nanoseconds computations have held `busy`, in all.
     busy_nanos: AtomicU64,
+    /// Pairs the pair-kernel pipeline has computed here, in all.
+    pairs: AtomicU64,
     /// The streams and pinned buffers of the pipelined pair kernels.
     pub(crate) pool: PinnedPool,
 }
@@ -79,24 +81,87 @@ pub fn this_thread_busy_time() -> Duration {
     Duration::from_nanos(THIS_THREAD_BUSY_NANOS.with(|busy| busy.get()))
 }
 
+/// "1 GPU", "2 GPUs".
+fn counted_gpus(count: usize) -> String {
+    format!("{count} GPU{}", if count == 1 { "" } else { "s" })
+}
+
 /// A kernel loaded, or why it could not be.
 type Loaded = std::result::Result<CudaFunction, String>;
 
-static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
+/// Each device the driver reports, opened on first use (or why there are
+/// none to open).
+type Devices = std::result::Result<Vec<OnceLock<std::result::Result<Gpu, String>>>, String>;
+
+static DEVICES: OnceLock<Devices> = OnceLock::new();
+
+/// The devices' slots, found once per process.
+fn devices() -> Result<&'static [OnceLock<std::result::Result<Gpu, String>>]> {
+    DEVICES
+        .get_or_init(|| {
+            if let Some(reason) = kernels_build_error() {
+                return Err(format!("this build has no GPU kernels: {reason}"));
+            }
+            let count = list_gpus()?.len();
+            if count == 0 {
+                return Err("the driver reports no CUDA device".into());
+            }
+            Ok((0..count).map(|_| OnceLock::new()).collect())
+        })
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(|reason| Error::GpuUnavailable(reason.clone()))
+}
 
 impl Gpu {
-    /// The process's GPU (device 0), opened on first use; an error says why
-    /// there is none.
+    /// GPU 0, opened on first use; an error says why there is none.
     pub fn get() -> Result<&'static Gpu> {
-        GPU.get_or_init(|| Gpu::open(0))
+        Gpu::ordinal(0)
+    }
+
+    /// GPU `ordinal` (as the driver numbers them, after
+    /// `CUDA_VISIBLE_DEVICES`), opened once per process on first use, with
+    /// its own context, streams and pinned buffers; an error says why it
+    /// cannot be used, or that there is no such GPU.
+    pub fn ordinal(ordinal: usize) -> Result<&'static Gpu> {
+        let devices = devices()?;
+        let slot = devices.get(ordinal).ok_or_else(|| {
+            Error::GpuUnavailable(format!(
+                "there is no GPU {ordinal}: the driver reports {} (ordinals 0 to {})",
+                counted_gpus(devices.len()),
+                devices.len() - 1
+            ))
+        })?;
+        slot.get_or_init(|| Gpu::open(ordinal))
             .as_ref()
-            .map_err(|reason| Error::GpuUnavailable(reason.clone()))
+            .map_err(|reason| Error::GpuUnavailable(format!("GPU {ordinal}: {reason}")))
+    }
+
+    /// How many GPUs the driver reports (0 when it cannot be asked).
+    pub fn count() -> usize {
+        devices().map_or(0, <[_]>::len)
+    }
+
+    /// The GPUs of `set`, opened, in ordinal order: every usable one for
+    /// [`GpuSet::all`] (an error only when none is), or exactly those
+    /// listed (an error naming the first that does not exist or cannot be
+    /// used).
+    pub fn select(set: GpuSet) -> Result<Vec<&'static Gpu>> {
+        match set.ordinals() {
+            Some(list) => list.into_iter().map(Gpu::ordinal).collect(),
+            None => {
+                let first = Gpu::get();
+                let mut usable: Vec<&'static Gpu> = first.iter().copied().collect();
+                usable.extend((1..Gpu::count()).filter_map(|k| Gpu::ordinal(k).ok()));
+                match (usable.is_empty(), first) {
+                    (true, Err(reason)) => Err(reason),
+                    _ => Ok(usable),
+                }
+            }
+        }
     }
 
     fn open(ordinal: usize) -> std::result::Result<Gpu, String> {
-        if let Some(reason) = kernels_build_error() {
-            return Err(format!("this build has no GPU kernels: {reason}"));
-        }
         let gpus = list_gpus()?;
         let info = gpus
             .into_iter()
@@ -113,8 +178,14 @@ impl Gpu {
             functions: Mutex::new(HashMap::new()),
             busy: Mutex::new(()),
             busy_nanos: AtomicU64::new(0),
+            pairs: AtomicU64::new(0),
             pool: PinnedPool::default(),
         })
+    }
+
+    /// `GPU 1 (NVIDIA H200)`, for messages.
+    pub fn name(&self) -> String {
+        format!("GPU {} ({})", self.info.ordinal, self.info.name)
     }
 
     pub fn info(&self) -> &GpuInfo {
@@ -147,6 +218,18 @@ impl Gpu {
     /// much of it the GPU was in use or loading kernels for it.
     pub fn busy_time(&self) -> Duration {
         Duration::from_nanos(self.busy_nanos.load(Ordering::Relaxed))
+    }
+
+    /// How many pairs the pair kernels (naive, warp, local, shared) of
+    /// distance matrices have computed on this GPU since it was opened:
+    /// with several GPUs, each one's share of the work.
+    pub fn pairs_computed(&self) -> u64 {
+        self.pairs.load(Ordering::Relaxed)
+    }
+
+    /// Counts `pairs` more in [`Gpu::pairs_computed`].
+    pub(crate) fn count_pairs(&self, pairs: u64) {
+        self.pairs.fetch_add(pairs, Ordering::Relaxed);
     }
 
     /// Kernel `id`, its module JIT-compiled from the embedded PTX on first

@@ -12,6 +12,7 @@
 //! context          Gpu: open, begin a computation, load and launch a kernel
 //! image            series in device memory (resident sets, uploads)
 //! pipeline         the streamed tile pipeline of the pair kernels
+//! multi            a call's blocks spread over several GPUs (plan::spread)
 //! pairs · stencil · long_pair · antidiagonal · paired · gradient
 //!                  the launchers, one file for what each runs
 //! foreign          paired Soft-DTW over the caller's device memory
@@ -28,6 +29,7 @@ mod image;
 mod layout;
 mod long_pair;
 mod matrix;
+mod multi;
 mod paired;
 mod pairs;
 mod path;
@@ -41,6 +43,8 @@ mod stencil;
 pub use context::{this_thread_busy_time, Gpu};
 pub use device::{list_gpus, GpuInfo};
 pub use image::DeviceSeriesSet;
+#[doc(hidden)]
+pub use multi::inject_gpu_fault;
 pub use ptx::{
     kernels_build_error, min_compute_capability, ptx, ptx_entries, ptx_hash, ptx_rustc_version,
     ptx_target, ptx_toolchain,
@@ -50,8 +54,11 @@ pub use select::local_max_len;
 pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
 pub(crate) use gradient::{paired_gradient, paired_gradient_resident};
+pub(crate) use layout::image_bytes as set_bytes;
 pub(crate) use matrix::matrix;
-pub(crate) use paired::{paired_values, paired_values_resident};
-pub(crate) use pairs::{matrix_resident, upload_set};
+pub(crate) use multi::budgets;
+pub(crate) use paired::{paired_values_resident, paired_values_spread};
+pub(crate) use pairs::{matrix_resident, upload_range, ResidentParts};
 pub(crate) use path::DevicePathPair;
+pub(crate) use plan::spread::{named, shards as plan_shards};
 pub(crate) use select::{band_width, matrix_variant, resident_variant};

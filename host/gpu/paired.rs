@@ -20,8 +20,10 @@ use super::device::gpu_error;
 use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::long_pair::{check_fits, pair_pipelined_on};
-use super::plan::chunks;
+use super::multi::{armed_faults, enter};
 use super::plan::paired::{operands, Shapes};
+use super::plan::spread::{named, spread};
+use super::plan::{chunks, count_ranges};
 use super::select::{
     band_width, block_threads, paired_variant, pipelined_workspace, warp_kernel, WarpKernel,
 };
@@ -30,6 +32,7 @@ use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::{result as driver, DevicePtr};
 use std::mem::size_of;
 use std::ops::Range;
+use std::sync::Mutex;
 use timewarp_kernels::drivers::stencil::VALUE_RINGS;
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::Numbering;
@@ -97,6 +100,56 @@ fn value_bytes<T: Float, P: KernelParams<T>>(
     dims: usize,
 ) -> usize {
     (shapes.launches() + value_border::<T, P>(params, variant, shapes, dims)) * size_of::<T>()
+}
+
+/// [`paired_values`] on every GPU of `gpus`: the pairs in contiguous
+/// blocks handed out from one queue (a few per GPU), each block's values
+/// put in place, so the result is the one GPU's. The variant is chosen
+/// once for the whole batches; a pair's value does not depend on the block.
+pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
+    gpus: &[&'static Gpu],
+    variant: Option<Variant>,
+    params: P,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    divergence: bool,
+    memory_budget: Option<usize>,
+) -> Result<Vec<T>> {
+    let pairs = x.len();
+    if gpus.len() == 1 || pairs < 2 {
+        let gpu = gpus[0];
+        let mut fault_after = armed_faults(&gpus[..1])[0];
+        enter(gpu, &mut fault_after, 0).map_err(|e| named(e, &gpu.name()))?;
+        return paired_values(gpu, variant, params, (x, y), divergence, memory_budget)
+            .map_err(|e| named(e, &gpu.name()));
+    }
+    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    let variant = Some(choose::<T>(gpus[0], variant, &shapes)?);
+    let launches = shapes.launches();
+    let blocks = count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
+    let values = Mutex::new(vec![T::ZERO; launches * pairs]);
+    let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
+    let mut done = vec![0; gpus.len()];
+    let done: Vec<_> = done.iter_mut().collect();
+    let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
+    spread(
+        &mut workers,
+        blocks.len(),
+        |((gpu, _), _)| gpu.name(),
+        |((gpu, fault_after), done), block| {
+            enter(gpu, fault_after, **done)?;
+            let range = blocks[block].clone();
+            let part = (&x.slice(range.clone()), &y.slice(range.clone()));
+            let got = paired_values(gpu, variant, params, part, divergence, memory_budget)?;
+            let mut values = values.lock().unwrap_or_else(|p| p.into_inner());
+            for l in 0..launches {
+                values[l * pairs + range.start..l * pairs + range.end]
+                    .copy_from_slice(&got[l * range.len()..(l + 1) * range.len()]);
+            }
+            **done += 1;
+            Ok(())
+        },
+    )?;
+    Ok(values.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// Series `k` of `x` against series `k` of `y` (same counts, checked by the

@@ -19,13 +19,16 @@
 use super::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
 use super::image::DeviceSeriesSet;
 use super::layout::image_bytes;
-use super::pipeline::{Operand, PairKernel, Pipeline};
+use super::multi::{hold, run_plan, Worker};
+use super::pipeline::{Operand, Output, PairKernel, Pipeline};
 use super::plan::matrix::STAGING_BYTES;
 use super::plan::matrix::{resident_plan, streamed_plan, Caps, Side, Sizes};
+use super::plan::spread::each;
 use super::select::{band_width, local_kernel, shared_threads, warp_kernel};
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use ndarray::Array2;
 use std::mem::size_of;
+use std::ops::Range;
 use timewarp_kernels::{Driver, KernelId};
 
 /// Threads per block of the pair kernels but `shared` (4 warps).
@@ -103,63 +106,49 @@ fn shared_kernel<T: Float>(gpu: &Gpu, id: KernelId, row_len: usize) -> Result<Pa
 
 /// Every series of `a` against every series of `b`, or the upper
 /// triangle of `a` against itself, with a naive or warp kernel,
-/// streamed (see the module's documentation). The caller holds the
-/// GPU's lock.
+/// streamed (see the module's documentation) on every GPU of `gpus`: the
+/// plan is made for the smallest of their budgets, and its blocks (a range
+/// of the uploaded side and its tiles) handed out from one queue.
 pub(crate) fn streamed<T: Float, P: KernelParams<T>>(
-    gpu: &Gpu,
+    gpus: &[&'static Gpu],
     variant: Variant,
     params: P,
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
-    budget: usize,
+    memory_budget: Option<usize>,
 ) -> Result<Array2<T>> {
+    let (_one_at_a_time, budgets) = hold(gpus, memory_budget)?;
+    let budget = budgets.into_iter().min().unwrap_or(0);
     let other = b.unwrap_or(a);
     let band_width = band_width(&params, a.lengths(), other.lengths());
-    let kernel = pair_kernel::<T, P>(
-        gpu,
-        variant,
-        (a.max_len(), other.max_len()),
-        a.dims(),
-        band_width,
-    )?;
+    let lengths = (a.max_len(), other.max_len());
+    let kernel = |gpu: &Gpu| pair_kernel::<T, P>(gpu, variant, lengths, a.dims(), band_width);
+    let workspace_per_pair = kernel(gpus[0])?.workspace_per_pair;
     let caps = Caps::new(budget, size_of::<T>());
     let plan = streamed_plan(a, b, &caps);
     let longest = a.max_len().max(other.max_len());
-    let sizes = Sizes::new(
-        &plan,
-        a,
-        Some(other),
-        kernel.workspace_per_pair,
-        &caps,
-        longest,
-    )?;
-    let mut pipeline = Pipeline::new(gpu, sizes)?;
+    let sizes = Sizes::new(&plan, a, Some(other), workspace_per_pair, &caps, longest)?;
     let mut out = Array2::from_elem((a.len(), other.len()), T::ZERO);
     let (fixed, streamed) = match plan.fixed {
         Side::Rows => (a, other),
         Side::Cols => (other, a),
     };
-    pipeline.run(
-        &kernel,
-        params,
-        plan,
-        fixed,
-        Operand::Host(streamed),
-        &mut out,
-    )?;
+    let mut workers = Worker::each(gpus, |_| Operand::Host(streamed));
+    let output = Output::new(&mut out);
+    run_plan(&mut workers, (&plan, sizes), fixed, params, kernel, &output)?;
     Ok(out)
 }
 
-/// Uploads `set` to stay on the device; an error if it takes more than
-/// `memory_budget` bytes (default: 3/4 of the free memory).
-pub(crate) fn upload_set<T: Float>(
-    gpu: &Gpu,
+/// Series `range` of `set` uploaded to `gpu` to stay there; an error if it
+/// takes more than `memory_budget` bytes (default: 3/4 of the free memory).
+pub(crate) fn upload_range<T: Float>(
+    gpu: &'static Gpu,
     set: &SeriesSet<T>,
+    range: Range<usize>,
     memory_budget: Option<usize>,
 ) -> Result<DeviceSeriesSet<T>> {
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
-    let all = 0..set.len();
-    let bytes = image_bytes(set, all.clone());
+    let bytes = image_bytes(set, range.clone());
     if bytes > budget {
         return Err(Error::Gpu(format!(
             "the set takes {bytes} bytes of device memory, over the {budget} available; \
@@ -170,55 +159,79 @@ pub(crate) fn upload_set<T: Float>(
         staging: bytes.min(STAGING_BYTES),
         ..Sizes::default()
     };
-    let image = Pipeline::new(gpu, sizes)?.upload(set, all)?;
+    let image = Pipeline::new(gpu, sizes)?.upload(set, range.clone())?;
+    let lengths = range.clone().map(|k| set.series_len(k));
     Ok(DeviceSeriesSet {
         image,
-        offsets: set.parts().1.to_vec(),
-        max_len: set.max_len(),
-        min_len: set.min_len(),
+        offsets: set.parts().1[range.start..=range.end].to_vec(),
+        max_len: lengths.clone().max().unwrap_or(0),
+        min_len: lengths.min().unwrap_or(0),
     })
+}
+
+/// A resident set as one call reads it: its parts (a GPU, the series it
+/// holds and the set there), and the whole set's count and shortest and
+/// longest series, which choose the kernel.
+pub(crate) struct ResidentParts<'a, T> {
+    pub parts: Vec<(&'static Gpu, Range<usize>, &'a DeviceSeriesSet<T>)>,
+    /// Every part holds the whole set (else each a slice of it).
+    pub replicated: bool,
+    pub len: usize,
+    pub lengths: (usize, usize),
 }
 
 /// Every series of `queries` against every series of the resident
 /// `database`, with a naive or warp kernel: the queries uploaded in
-/// blocks, the tiles' outputs copied back as the next tiles run.
+/// blocks, the tiles' outputs copied back as the next tiles run. A
+/// replicated set shares the blocks of queries out between its GPUs; a
+/// sharded one runs every block on every shard, its columns in place.
 pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
-    gpu: &Gpu,
     variant: Variant,
     params: P,
     queries: &SeriesSet<T>,
-    database: &DeviceSeriesSet<T>,
+    database: &ResidentParts<T>,
     memory_budget: Option<usize>,
 ) -> Result<Array2<T>> {
-    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
-    let band_width = band_width(&params, queries.lengths(), database.lengths());
-    let kernel = pair_kernel::<T, P>(
-        gpu,
-        variant,
-        (queries.max_len(), database.max_len()),
-        queries.dims(),
-        band_width,
-    )?;
+    let gpus: Vec<&'static Gpu> = database.parts.iter().map(|part| part.0).collect();
+    let (_one_at_a_time, budgets) = hold(&gpus, memory_budget)?;
+    let budget = budgets.into_iter().min().unwrap_or(0);
+    let band_width = band_width(&params, queries.lengths(), database.lengths);
+    let lengths = (queries.max_len(), database.lengths.1);
+    let kernel = |gpu: &Gpu| pair_kernel::<T, P>(gpu, variant, lengths, queries.dims(), band_width);
+    let workspace_per_pair = kernel(gpus[0])?.workspace_per_pair;
     let caps = Caps::new(budget, size_of::<T>());
-    let plan = resident_plan(queries, database.len(), &caps);
-    let longest = queries.max_len().max(database.max_len());
-    let sizes = Sizes::new(
-        &plan,
-        queries,
-        None,
-        kernel.workspace_per_pair,
-        &caps,
-        longest,
-    )?;
-    let mut pipeline = Pipeline::new(gpu, sizes)?;
-    let mut out = Array2::from_elem((queries.len(), database.len()), T::ZERO);
-    pipeline.run(
-        &kernel,
-        params,
-        plan,
-        queries,
-        Operand::Device(&database.image),
-        &mut out,
-    )?;
+    let longest = queries.max_len().max(database.lengths.1);
+    let mut out = Array2::from_elem((queries.len(), database.len), T::ZERO);
+    let output = Output::new(&mut out);
+    let operand = |k: usize| Operand::Device(&database.parts[k].2.image);
+    let mut workers = Worker::each(&gpus, operand);
+    if database.replicated || database.parts.len() == 1 {
+        let plan = resident_plan(queries, 0..database.len, &caps);
+        let sizes = Sizes::new(&plan, queries, None, workspace_per_pair, &caps, longest)?;
+        run_plan(
+            &mut workers,
+            (&plan, sizes),
+            queries,
+            params,
+            kernel,
+            &output,
+        )?;
+    } else {
+        // Each shard's columns only its GPU holds: a worker each.
+        let mut shards = Vec::with_capacity(workers.len());
+        for (worker, part) in workers.into_iter().zip(&database.parts) {
+            let plan = resident_plan(queries, part.1.clone(), &caps);
+            let sizes = Sizes::new(&plan, queries, None, workspace_per_pair, &caps, longest)?;
+            shards.push((worker, plan, sizes));
+        }
+        each(
+            &mut shards,
+            |(worker, _, _)| worker.gpu.name(),
+            |(worker, plan, sizes)| {
+                let worker = std::slice::from_mut(worker);
+                run_plan(worker, (plan, *sizes), queries, params, kernel, &output)
+            },
+        )?;
+    }
     Ok(out)
 }

@@ -15,7 +15,7 @@ use super::device::gpu_error;
 use super::image::DeviceImage;
 use super::layout::{copy_threads, Image, PARALLEL_COPY_BYTES};
 use super::plan::matrix::STAGING_BYTES;
-use super::plan::matrix::{Plan, Side, Sizes, Tile};
+use super::plan::matrix::{Side, Sizes, Tile, Upload};
 use super::staging::Pinned;
 use crate::interrupt;
 use crate::{Float, Result, SeriesSet};
@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::{tile_pairs, Numbering};
 use timewarp_kernels::SetRef;
@@ -46,6 +46,27 @@ pub(crate) struct PairKernel {
     pub threads_per_block: u32,
     /// Dynamic shared memory of a block, in bytes.
     pub shared_bytes: u32,
+}
+
+/// The matrix the tiles' results go into, shared by the pipelines of
+/// several GPUs: no two tiles of a plan write the same values, and the
+/// lock makes each copy whole.
+pub(crate) struct Output<'a, T>(Mutex<ArrayViewMut2<'a, T>>);
+
+impl<'a, T: Float> Output<'a, T> {
+    pub(crate) fn new(matrix: &'a mut Array2<T>) -> Self {
+        Output(Mutex::new(matrix.view_mut()))
+    }
+
+    /// Copies a tile's results (row-major) into the matrix, and their
+    /// transpose too for a mirrored tile.
+    fn place(&self, tile: &Tile, values: &[T]) {
+        let mut out = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        place(&mut out, tile, values);
+    }
 }
 
 /// An operand of the tiles: series on the device, or a host batch whose
@@ -198,7 +219,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
         rows: &Operand<T>,
         cols: &Operand<T>,
         tile: Tile,
-        out: &mut Array2<T>,
+        out: &Output<T>,
     ) -> Result<()> {
         let (gpu, sizes) = (self.gpu, self.sizes);
         let index = self.next;
@@ -241,47 +262,46 @@ impl<'g, T: Float> Pipeline<'g, T> {
         unsafe { driver::memcpy_dtoh_async(results, out_ptr, stream.cu_stream()) }
             .map_err(gpu_error)?;
         slot.done.record(&stream).map_err(gpu_error)?;
+        gpu.count_pairs(tile.pairs());
         slot.pending = Some(tile);
         Ok(())
     }
 
     /// Waits for every slot and copies the results still pending into `out`.
-    fn drain(&mut self, out: &mut Array2<T>) -> Result<()> {
+    fn drain(&mut self, out: &Output<T>) -> Result<()> {
         self.slots.iter_mut().try_for_each(|slot| slot.finish(out))
     }
 
-    /// Runs `plan`, its `fixed` side uploaded a range of series at a time.
-    pub(crate) fn run<P: Copy>(
+    /// Runs one upload of a plan whose `fixed` side it uploads: its series
+    /// of `fixed`, then its tiles against `other`.
+    pub(crate) fn run_upload<P: Copy>(
         &mut self,
         kernel: &PairKernel,
         params: P,
-        plan: Plan,
+        (side, upload): (Side, &Upload),
         fixed: &SeriesSet<T>,
-        other: Operand<T>,
-        out: &mut Array2<T>,
+        other: &Operand<T>,
+        out: &Output<T>,
     ) -> Result<()> {
-        for upload in plan.uploads {
-            let image = self.upload(fixed, upload.series)?;
-            let uploaded = Operand::Device(&image);
-            let (rows, cols) = match plan.fixed {
-                Side::Rows => (&uploaded, &other),
-                Side::Cols => (&other, &uploaded),
-            };
-            let result = upload
-                .tiles
-                .into_iter()
-                .try_for_each(|tile| {
-                    interrupt::check()?;
-                    self.submit(kernel, params, rows, cols, tile, out)
-                })
-                .and_then(|()| self.drain(out));
-            if result.is_err() {
-                self.wait_all();
-            }
-            // The uploaded image is freed next: no kernel reads it any more.
-            result?;
+        let image = self.upload(fixed, upload.series.clone())?;
+        let uploaded = Operand::Device(&image);
+        let (rows, cols) = match side {
+            Side::Rows => (&uploaded, other),
+            Side::Cols => (other, &uploaded),
+        };
+        let result = upload
+            .tiles
+            .iter()
+            .try_for_each(|tile| {
+                interrupt::check()?;
+                self.submit(kernel, params, rows, cols, tile.clone(), out)
+            })
+            .and_then(|()| self.drain(out));
+        if result.is_err() {
+            self.wait_all();
         }
-        Ok(())
+        // The uploaded image is freed next: no kernel reads it any more.
+        result
     }
 
     /// Waits for every slot's stream, ignoring errors (on the way out of a
@@ -295,7 +315,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
 
 impl<T: Float> Slot<T> {
     /// Waits for the pending tile, if any, and copies its results into `out`.
-    fn finish(&mut self, out: &mut Array2<T>) -> Result<()> {
+    fn finish(&mut self, out: &Output<T>) -> Result<()> {
         let Some(tile) = self.pending.take() else {
             return Ok(());
         };
@@ -304,7 +324,7 @@ impl<T: Float> Slot<T> {
         // SAFETY: the copy into `results` is done (the event), and it
         // wrote `tile.outputs()` values.
         let values = unsafe { results.values::<T>(tile.outputs()) };
-        place(out, &tile, values);
+        out.place(&tile, values);
         Ok(())
     }
 
@@ -385,7 +405,7 @@ impl<T: Float> Slot<T> {
 
 /// Copies a tile's results (row-major) into `out`, and their transpose
 /// too for a mirrored tile.
-fn place<T: Float>(out: &mut Array2<T>, tile: &Tile, values: &[T]) {
+fn place<T: Float>(out: &mut ArrayViewMut2<T>, tile: &Tile, values: &[T]) {
     let view = ArrayView2::from_shape((tile.rows.len(), tile.cols.len()), values)
         .expect("a tile's results");
     copy_into(

@@ -113,6 +113,11 @@ pub(super) struct Pinned {
     write_combined: bool,
 }
 
+// SAFETY: `pointer` addresses the allocation `slice` owns, which moves
+// with it; the pipeline that holds a buffer orders every access to it after
+// the device's (slot events), on whichever thread it runs.
+unsafe impl Send for Pinned {}
+
 impl Pinned {
     pub(super) fn len(&self) -> usize {
         self.slice.len()

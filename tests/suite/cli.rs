@@ -1188,3 +1188,45 @@ fn messages_and_tables_read_right() {
     let end_of = |line: &str, word: &str| line.find(word).map(|at| at + word.len());
     assert_eq!(end_of(header, "length"), end_of(row, " 8"), "{stdout}");
 }
+
+/// `--gpus`: a list that does not parse or comes with `--device cpu` is a
+/// usage error; a GPU that does not exist (or no GPU at all) is a one-line
+/// runtime error before any work.
+#[test]
+fn gpus_option_errors() {
+    let train = bundled("GunPoint_TRAIN.ts");
+    let train = train.to_str().unwrap();
+    let commands: [&[&str]; 3] = [
+        &["distance", train, "--metric", "dtw"],
+        &["knn", "--train", train, "--test", train, "--metric", "dtw"],
+        &["bench", "--lengths", "4", "--count", "2"],
+    ];
+    for command in commands {
+        let output = timewarp()
+            .args(command)
+            .args(["--gpus", "0,x"])
+            .assert()
+            .code(2)
+            .stdout("")
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(
+            stderr.contains("--gpus") && stderr.contains("0,x"),
+            "{stderr}"
+        );
+        let mut on_cpu = timewarp();
+        on_cpu
+            .args(command)
+            .args(["--gpus", "0", "--device", "cpu"]);
+        expect_failure(&mut on_cpu, &["--gpus", "--device cpu"], 2);
+        let mut missing = timewarp();
+        missing.args(command).args(["--gpus", "63"]);
+        let needle = if timewarp::gpu::Gpu::get().is_ok() {
+            "there is no GPU 63"
+        } else {
+            "no usable GPU"
+        };
+        expect_failure(&mut missing, &[needle], 1);
+    }
+}

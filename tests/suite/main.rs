@@ -11,6 +11,7 @@
 //! | `resident` | resident sets and the streamed pipeline, every budget |
 //! | `paths` | alignments: DTW and TWED paths, Soft-DTW's expected alignment, Hirschberg, `align` and plots |
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
+//! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
 //! | `architecture` | no import cycles, no file over 600 lines |
@@ -25,6 +26,7 @@ mod errors;
 mod lockstep;
 mod long_pairs;
 mod matrix;
+mod multi_gpu;
 mod oracle;
 mod paired;
 mod paths;

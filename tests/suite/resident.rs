@@ -167,6 +167,7 @@ fn gpu_with(variant: Option<Variant>, budget: Option<usize>) -> ComputeOptions {
         device: Device::Gpu,
         gpu_memory_budget: budget,
         gpu_variant: variant,
+        ..ComputeOptions::default()
     }
 }
 

@@ -76,7 +76,7 @@ pub fn dtw_path<T: Float>(
     let (n, m) = (x.nrows(), y.nrows());
     let cells = dtw::cells(n, m, dtw.band());
     if dtw.band().is_none() && cells > GPU_PATH_MIN_CELLS as u128 {
-        if let Backend::Gpu(gpu) = Backend::resolve(options.device)? {
+        if let Backend::Gpu(gpu) = Backend::resolve_on(options.device, options.gpus)? {
             let provider = GpuLastColumn::new(gpu, x, y)?;
             let alignment = hirschberg(x, y, &provider, GPU_LEAF_CELLS)?;
             return finite(Alignment {

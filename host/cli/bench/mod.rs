@@ -11,11 +11,11 @@ use report::{json, median, table_line, Mode, Row, Timing};
 use std::time::{Duration, Instant};
 use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
-use timewarp::gpu;
+use timewarp::gpu::{self, Gpu};
 use timewarp::{
     distance_matrix, distance_matrix_resident, soft_dtw_pairs, soft_dtw_pairs_gradient,
     soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, upload, ComputeOptions, Device, Dtw,
-    Float, Metric, Precision, SeriesSet, Variant,
+    Float, GpuSet, Metric, Precision, SeriesSet, Variant,
 };
 
 pub const EXAMPLES: &str = "\
@@ -50,6 +50,9 @@ Examples:
   # The same with the references already on the GPU (uploaded before the timed runs)
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu --resident
 
+  # DTW on GPUs 0 and 1 only (default: every usable GPU), with each GPU's share
+  timewarp bench --metric dtw --lengths 512 --count 4096 --device gpu --gpus 0,1
+
 Each case computes Q query series against N reference series (Q*N pairs of
 length x length cells; Q = N unless --queries says otherwise), or every pair
 of a file's series once (--file), from host arrays to host matrix, and
@@ -58,7 +61,9 @@ reports the median time of the timed runs. The CPU times only its first
 GCUPS: cells per second / 1e9. speedup: the CPU's time over the backend's,
 both measured in this run. The table's first line, and every JSON record
 (ptx_rustc, ptx_toolchain, ptx_target, ptx_hash), name the build of the GPU
-kernels (see `timewarp info`). Without --variant every GPU variant is timed
+kernels (see `timewarp info`); the table's header names the GPUs used, and
+with several, its last lines give each GPU's share of the pairs the pair
+kernels computed, which is its share of the throughput. Without --variant every GPU variant is timed
 but those that compute a batch pair after pair (tiled, tiled-launches,
 diagonal, diagonal-launches: name them to time them), and local only up to
 length 1024 (its rows are a fixed array). mode: streamed, the GPU's times
@@ -208,7 +213,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
         (Mode::Matrix, _) | (_, false) => &args.variant,
         _ => &[Variant::Warp, Variant::Stencil],
     };
-    let backends = backends(args.compute.device, variants)?;
+    let gpus = args.compute.gpus()?;
+    let backends = backends(args.compute.device, gpus, variants)?;
+    let used = gpus_used(&backends, gpus);
+    let pairs_before: Vec<u64> = used.iter().map(|g| g.pairs_computed()).collect();
     let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
     if args.resident && args.file.is_some() {
         return Err(Failure::usage(
@@ -298,6 +306,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
             env!("CARGO_PKG_VERSION"),
             ptx_build()
         ))?;
+        if !used.is_empty() {
+            let names: Vec<String> = used.iter().map(|g| g.name()).collect();
+            print(&format!("# GPUs used: {}\n", names.join(", ")))?;
+        }
         print(&table_line(None))?;
     }
     for (length, case) in &cases {
@@ -352,13 +364,56 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if args.json {
         print(&json(&rows))?;
     }
-    Ok(())
+    report_gpu_shares(&used, &pairs_before, args.json)
+}
+
+/// The GPUs the GPU backends compute on (none without one).
+fn gpus_used(backends: &[(String, ComputeOptions)], gpus: GpuSet) -> Vec<&'static Gpu> {
+    if backends
+        .iter()
+        .all(|(_, options)| options.device != Device::Gpu)
+    {
+        return Vec::new();
+    }
+    Gpu::select(gpus).unwrap_or_default()
+}
+
+/// Each GPU's share of the pairs the pair kernels computed in the run, and
+/// so of its throughput (on stderr with --json, which keeps stdout JSON).
+fn report_gpu_shares(used: &[&'static Gpu], before: &[u64], json: bool) -> Result<(), Failure> {
+    let pairs: Vec<u64> = used
+        .iter()
+        .zip(before)
+        .map(|(gpu, before)| gpu.pairs_computed() - before)
+        .collect();
+    let total: u64 = pairs.iter().sum();
+    if used.len() < 2 || total == 0 {
+        return Ok(());
+    }
+    let mut lines = String::new();
+    for (gpu, pairs) in used.iter().zip(&pairs) {
+        lines += &format!(
+            "# {}: {pairs} pairs of the pair kernels, {:.1}% of the GPUs' throughput\n",
+            gpu.name(),
+            100.0 * *pairs as f64 / total as f64
+        );
+    }
+    if json {
+        eprint!("{lines}");
+        Ok(())
+    } else {
+        print(&lines)
+    }
 }
 
 /// The backends `--device` includes, named as in the output: `cpu` first
 /// (the reference), then `gpu:<variant>` for every kernel variant named
 /// (none named: every variant but those [`only_when_named`]).
-fn backends(device: Device, named: &[Variant]) -> Result<Vec<(String, ComputeOptions)>, Failure> {
+fn backends(
+    device: Device,
+    gpus: GpuSet,
+    named: &[Variant],
+) -> Result<Vec<(String, ComputeOptions)>, Failure> {
     let mut backends = Vec::new();
     if device != Device::Gpu {
         backends.push(("cpu".to_string(), ComputeOptions::on(Device::Cpu)));
@@ -370,11 +425,15 @@ fn backends(device: Device, named: &[Variant]) -> Result<Vec<(String, ComputeOpt
             _ => named.contains(v),
         })
         .collect();
+    if !gpus.is_all() && device != Device::Cpu {
+        // A GPU of --gpus that does not exist is an error before any work.
+        timewarp::Backend::resolve_on(Device::Gpu, gpus)?;
+    }
     if device != Device::Cpu && resolve_backend(device)?.is_gpu() {
         backends.extend(variants.into_iter().map(|variant| {
             let options = ComputeOptions {
                 gpu_variant: Some(variant),
-                ..ComputeOptions::on(Device::Gpu)
+                ..ComputeOptions::on(Device::Gpu).with_gpus(gpus)
             };
             (format!("gpu:{variant}"), options)
         }));

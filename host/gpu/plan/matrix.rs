@@ -188,14 +188,15 @@ pub(crate) fn streamed_plan<T: Float>(
     }
 }
 
-/// Tiles of queries against a resident set of `database` series: the
+/// Tiles of queries against the series `columns` of a resident set: the
 /// queries uploaded in blocks, the resident set in ranges of columns whose
 /// outputs against a block fit a tile.
 pub(crate) fn resident_plan<T: Float>(
     queries: &SeriesSet<T>,
-    database: usize,
+    columns: Range<usize>,
     caps: &Caps,
 ) -> Plan {
+    let database = columns.len();
     let max_fixed = (caps.outputs / database.min(MIN_CHUNK_SERIES)).max(1);
     let uploads = ranges(queries, 0..queries.len(), caps.fixed_bytes, max_fixed)
         .into_iter()
@@ -205,7 +206,7 @@ pub(crate) fn resident_plan<T: Float>(
                 .into_iter()
                 .map(|cols| Tile {
                     rows: rows.clone(),
-                    cols,
+                    cols: columns.start + cols.start..columns.start + cols.end,
                     triangle: false,
                     mirror: false,
                 })
@@ -375,7 +376,7 @@ mod tests {
             let plan = streamed_plan(&a, None, &caps);
             assert_eq!(coverage(&plan, a.len(), a.len()), ones(a.len(), a.len()));
             check_caps(&plan, &caps);
-            let plan = resident_plan(&a, 23, &caps);
+            let plan = resident_plan(&a, 0..23, &caps);
             assert_eq!(coverage(&plan, a.len(), 23), ones(a.len(), 23));
             check_caps(&plan, &caps);
         }
@@ -398,7 +399,7 @@ mod tests {
                 .count()
                 > 4
         );
-        assert!(resident_plan(&database, 40, &tight).tiles().count() > 4);
+        assert!(resident_plan(&database, 0..40, &tight).tiles().count() > 4);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! How a computation is cut to fit a device-memory budget: ranges of
 //! series and chunks of pairs ([`ranges`], [`chunks`]), the tiles of a
 //! distance matrix ([`matrix`]) and the launches of paired batches
-//! ([`paired`]). No CUDA here: every plan is unit-tested on the CPU.
+//! ([`paired`]), and work spread over several GPUs ([`spread`]). No CUDA
+//! here: every plan is unit-tested on the CPU.
 
 pub mod matrix;
 pub mod paired;
+pub mod spread;
 
 use crate::{Error, Float, Result, SeriesSet};
 use std::mem::size_of;

@@ -1,0 +1,185 @@
+//! One call's work on several GPUs: each GPU held for the call, a worker
+//! per GPU with its own pipeline (streams, pinned buffers, device buffers),
+//! the blocks of a plan handed out from one queue ([`spread`]), results
+//! into one matrix. One GPU is the same code with one worker, on the
+//! calling thread.
+//!
+//! A worker whose block fails with a device error stops; its block is
+//! computed again by the others (a whole block, so its results overwrite
+//! whatever the failed attempt left), and the call fails, naming every GPU
+//! that failed, only when none is left.
+
+use super::context::{Busy, Gpu};
+use super::pipeline::{Operand, Output, PairKernel, Pipeline};
+use super::plan::matrix::{Plan, Sizes};
+use super::plan::spread::{named, spread};
+use crate::{Error, Float, Result, SeriesSet};
+use std::cell::Cell;
+
+thread_local! {
+    /// A fault armed by [`inject_gpu_fault`] for the next multi-GPU call
+    /// of this thread: the GPU's ordinal and the blocks it computes first.
+    static FAULT: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+}
+
+/// Test hook: the next computation this thread starts that spreads blocks
+/// over GPUs (a streamed or resident distance matrix with a pair kernel,
+/// paired Soft-DTW values)
+/// makes GPU `ordinal` fail with a device error after it has computed
+/// `after_blocks` blocks, as a GPU out of memory would. Per thread, so
+/// other threads' computations are not affected; one call only.
+#[doc(hidden)]
+pub fn inject_gpu_fault(ordinal: usize, after_blocks: usize) {
+    FAULT.with(|fault| fault.set(Some((ordinal, after_blocks))));
+}
+
+/// Every GPU of `gpus` held for one computation (in ordinal order, so two
+/// calls never wait for each other crosswise), with its memory budget.
+pub(crate) fn hold(
+    gpus: &[&'static Gpu],
+    memory_budget: Option<usize>,
+) -> Result<(Vec<Busy<'static>>, Vec<usize>)> {
+    let mut sorted = gpus.to_vec();
+    sorted.sort_by_key(|gpu| gpu.info().ordinal);
+    let mut held = Vec::with_capacity(gpus.len());
+    for gpu in sorted {
+        let entry = gpu
+            .begin(memory_budget)
+            .map_err(|e| named(e, &gpu.name()))?;
+        held.push((gpu.info().ordinal, entry));
+    }
+    let budgets = gpus
+        .iter()
+        .map(|gpu| {
+            let (_, (_, budget)) = held
+                .iter()
+                .find(|(ordinal, _)| *ordinal == gpu.info().ordinal)
+                .expect("every GPU is held");
+            *budget
+        })
+        .collect();
+    Ok((
+        held.into_iter().map(|(_, (busy, _))| busy).collect(),
+        budgets,
+    ))
+}
+
+/// The memory budget of each of `gpus` now (each held in turn).
+pub(crate) fn budgets(gpus: &[&'static Gpu], memory_budget: Option<usize>) -> Result<Vec<usize>> {
+    gpus.iter()
+        .map(|gpu| {
+            let (_one_at_a_time, budget) = gpu
+                .begin(memory_budget)
+                .map_err(|e| named(e, &gpu.name()))?;
+            Ok(budget)
+        })
+        .collect()
+}
+
+/// One GPU's share of a computation: its operand for the plan's other
+/// side, and the kernel and pipeline it makes on its first block.
+pub(crate) struct Worker<'a, T> {
+    pub gpu: &'static Gpu,
+    operand: Operand<'a, T>,
+    kernel: Option<PairKernel>,
+    pipeline: Option<Pipeline<'static, T>>,
+    /// Blocks to compute before the injected fault, if one is armed.
+    fault_after: Option<usize>,
+    done: usize,
+}
+
+impl<'a, T: Float> Worker<'a, T> {
+    /// A worker per GPU, each reading `operand(k)` for GPU `k` of `gpus`;
+    /// takes the fault [`inject_gpu_fault`] armed, if any.
+    pub(crate) fn each(
+        gpus: &[&'static Gpu],
+        operand: impl Fn(usize) -> Operand<'a, T>,
+    ) -> Vec<Worker<'a, T>> {
+        let faults = armed_faults(gpus);
+        gpus.iter()
+            .zip(faults)
+            .enumerate()
+            .map(|(k, (&gpu, fault_after))| Worker {
+                gpu,
+                operand: operand(k),
+                kernel: None,
+                pipeline: None,
+                fault_after,
+                done: 0,
+            })
+            .collect()
+    }
+
+    /// Before each block: the GPU's context on this thread, and the
+    /// injected fault when its time has come.
+    fn enter(&mut self) -> Result<()> {
+        enter(self.gpu, &mut self.fault_after, self.done)
+    }
+}
+
+/// For each of `gpus`, the blocks it computes before the fault that
+/// [`inject_gpu_fault`] armed on this thread, if it is that GPU's; takes
+/// the fault.
+pub(crate) fn armed_faults(gpus: &[&'static Gpu]) -> Vec<Option<usize>> {
+    let fault = FAULT.with(Cell::take);
+    gpus.iter()
+        .map(|gpu| {
+            fault
+                .filter(|&(ordinal, _)| ordinal == gpu.info().ordinal)
+                .map(|(_, after)| after)
+        })
+        .collect()
+}
+
+/// Before a worker's block: the injected fault when its time has come
+/// (after `done` blocks), else `gpu`'s context bound to this thread.
+pub(crate) fn enter(gpu: &Gpu, fault_after: &mut Option<usize>, done: usize) -> Result<()> {
+    if *fault_after == Some(done) {
+        *fault_after = None;
+        return Err(Error::Gpu("injected fault (test hook)".into()));
+    }
+    gpu.context
+        .bind_to_thread()
+        .map_err(super::device::gpu_error)
+}
+
+/// Runs the uploads of `plan` (its blocks) on `workers`, each through its
+/// own pipeline of `sizes` with `kernel` loaded on its GPU, the `fixed`
+/// side uploaded a block at a time, results into `out`. Returns the blocks
+/// each worker computed.
+pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
+    workers: &mut [Worker<'_, T>],
+    (plan, sizes): (&Plan, Sizes),
+    fixed: &SeriesSet<T>,
+    params: P,
+    kernel: impl Fn(&Gpu) -> Result<PairKernel> + Sync,
+    out: &Output<T>,
+) -> Result<Vec<usize>> {
+    let result = spread(
+        workers,
+        plan.uploads.len(),
+        |worker| worker.gpu.name(),
+        |worker, block| {
+            worker.enter()?;
+            let gpu = worker.gpu;
+            if worker.kernel.is_none() {
+                worker.kernel = Some(kernel(gpu)?);
+            }
+            if worker.pipeline.is_none() {
+                worker.pipeline = Some(Pipeline::new(gpu, sizes)?);
+            }
+            let (Some(kernel), Some(pipeline)) = (&worker.kernel, &mut worker.pipeline) else {
+                unreachable!("both set above")
+            };
+            let upload = (plan.fixed, &plan.uploads[block]);
+            pipeline.run_upload(kernel, params, upload, fixed, &worker.operand, out)?;
+            worker.done += 1;
+            Ok(())
+        },
+    );
+    // The pipelines wait for their streams as they go.
+    for worker in workers.iter_mut() {
+        worker.pipeline = None;
+    }
+    result
+}

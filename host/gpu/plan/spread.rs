@@ -1,0 +1,382 @@
+//! Work spread over several workers (one per GPU), with no CUDA here so
+//! that the scheduling is unit-tested on the CPU with fake workers.
+//!
+//! [`spread`]: blocks `0..count` handed out from one shared queue, each
+//! worker on a thread of its own taking the next block when it is done with
+//! the last, so a slower or busier worker takes fewer. A worker whose block
+//! fails with a device error ([`Error::Gpu`]) stops, and its block goes back
+//! to the queue for the others; the call fails only when every worker has
+//! failed, or at once on any other error (bad input, an overflow, an
+//! interruption: the same on every worker). Errors name the worker.
+//! [`each`]: one job per worker, all at once (shards, which only the worker
+//! that holds them can compute).
+
+use crate::{Error, Result};
+use std::ops::Range;
+use std::sync::{Condvar, Mutex};
+
+/// `error` with the worker's `name` in front, if it is a device error (and
+/// does not name it already).
+pub(crate) fn named(error: Error, name: &str) -> Error {
+    match error {
+        Error::Gpu(message) if message.starts_with(name) => Error::Gpu(message),
+        Error::Gpu(message) => Error::Gpu(format!("{name}: {message}")),
+        other => other,
+    }
+}
+
+/// The queue's state, under one lock.
+struct Queue {
+    /// The next block never handed out.
+    next: usize,
+    /// Blocks handed back by failed workers.
+    retry: Vec<usize>,
+    /// Blocks being computed.
+    in_flight: usize,
+    /// Workers that have not failed.
+    alive: usize,
+    /// Device errors of workers that stopped, named.
+    failures: Vec<String>,
+    /// The error that ends the call.
+    fatal: Option<Error>,
+}
+
+/// Runs blocks `0..count` on `workers`, `run(worker, block)` computing one
+/// block (and putting its results where they go), and returns how many
+/// blocks each worker computed. One worker runs them all on the calling
+/// thread. Every block is computed exactly once by a worker that succeeded
+/// with it; when a call fails no block is left half-done without the error.
+pub(crate) fn spread<W, F>(
+    workers: &mut [W],
+    count: usize,
+    name: impl Fn(&W) -> String + Sync,
+    run: F,
+) -> Result<Vec<usize>>
+where
+    W: Send,
+    F: Fn(&mut W, usize) -> Result<()> + Sync,
+{
+    if let [worker] = workers {
+        for block in 0..count {
+            run(worker, block).map_err(|e| named(e, &name(worker)))?;
+        }
+        return Ok(vec![count]);
+    }
+    if workers.is_empty() {
+        return Err(Error::InvalidInput("no worker to compute on".into()));
+    }
+    let queue = Mutex::new(Queue {
+        next: 0,
+        retry: Vec::new(),
+        in_flight: 0,
+        alive: workers.len(),
+        failures: Vec::new(),
+        fatal: None,
+    });
+    let changed = Condvar::new();
+    let lock = || {
+        queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    let take = || -> Option<usize> {
+        let mut state = lock();
+        loop {
+            if state.fatal.is_some() {
+                return None;
+            }
+            let block = state.retry.pop().or_else(|| {
+                (state.next < count).then(|| {
+                    state.next += 1;
+                    state.next - 1
+                })
+            });
+            if let Some(block) = block {
+                state.in_flight += 1;
+                return Some(block);
+            }
+            if state.in_flight == 0 {
+                return None;
+            }
+            // A block in flight may still come back from a failing worker.
+            state = changed
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    };
+    let work = |worker: &mut W| -> usize {
+        let mut done = 0;
+        while let Some(block) = take() {
+            let result = run(worker, block);
+            let mut state = lock();
+            state.in_flight -= 1;
+            match result {
+                Ok(()) => done += 1,
+                Err(Error::Gpu(message)) if state.alive > 1 => {
+                    state.alive -= 1;
+                    state.retry.push(block);
+                    state.failures.push(format!("{}: {message}", name(worker)));
+                    changed.notify_all();
+                    return done;
+                }
+                Err(error) => {
+                    let error = match named(error, &name(worker)) {
+                        Error::Gpu(last) if !state.failures.is_empty() => Error::Gpu(format!(
+                            "{last}; the other GPUs failed before: {}",
+                            state.failures.join("; ")
+                        )),
+                        other => other,
+                    };
+                    state.fatal.get_or_insert(error);
+                    changed.notify_all();
+                    return done;
+                }
+            }
+            changed.notify_all();
+        }
+        done
+    };
+    let shares: Vec<usize> = std::thread::scope(|scope| {
+        let threads: Vec<_> = workers
+            .iter_mut()
+            .map(|worker| scope.spawn(|| work(worker)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
+            .collect()
+    });
+    let state = queue.into_inner().unwrap_or_else(|p| p.into_inner());
+    if let Some(error) = state.fatal {
+        return Err(error);
+    }
+    debug_assert_eq!(shares.iter().sum::<usize>(), count);
+    Ok(shares)
+}
+
+/// Runs `run(worker)` on every worker at once, a thread each (one on the
+/// calling thread); the first error in the workers' order, named, if any.
+pub(crate) fn each<W, R, F>(
+    workers: &mut [W],
+    name: impl Fn(&W) -> String + Sync,
+    run: F,
+) -> Result<Vec<R>>
+where
+    W: Send,
+    R: Send,
+    F: Fn(&mut W) -> Result<R> + Sync,
+{
+    let named_run = |worker: &mut W| run(worker).map_err(|e| named(e, &name(worker)));
+    if let [worker] = workers {
+        return Ok(vec![named_run(worker)?]);
+    }
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = workers
+            .iter_mut()
+            .map(|worker| scope.spawn(|| named_run(worker)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })
+            .collect()
+    })
+}
+
+/// Contiguous slices of `count` series, one per budget in turn, in
+/// proportion to the budgets, each within its budget (`bytes(range)`: what
+/// a slice takes); a budget may get an empty slice. `None` if the set does
+/// not fit them all.
+pub(crate) fn shards(
+    count: usize,
+    budgets: &[usize],
+    bytes: impl Fn(Range<usize>) -> usize,
+) -> Option<Vec<Range<usize>>> {
+    // Proportions of the series' bytes, without what any slice takes.
+    let empty = bytes(0..0);
+    let total = (bytes(0..count) - empty) as f64;
+    let sum: f64 = budgets.iter().map(|&b| b as f64).sum();
+    let mut result = Vec::with_capacity(budgets.len());
+    let (mut start, mut share) = (0, 0.0);
+    for (k, &budget) in budgets.iter().enumerate() {
+        share += budget as f64;
+        let last = k + 1 == budgets.len();
+        let mut end = start;
+        while end < count {
+            let fits = bytes(start..end + 1) <= budget;
+            let due = last || ((bytes(0..end + 1) - empty) as f64) <= total * share / sum;
+            if !fits || !due {
+                break;
+            }
+            end += 1;
+        }
+        result.push(start..end);
+        start = end;
+    }
+    (start == count).then_some(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// A fake GPU: how long a block takes, after how many blocks it fails
+    /// and with which error.
+    struct Fake {
+        ordinal: usize,
+        delay: Duration,
+        fail_after: Option<(usize, fn() -> Error)>,
+        done: usize,
+    }
+
+    fn fake(ordinal: usize, millis: u64) -> Fake {
+        Fake {
+            ordinal,
+            delay: Duration::from_millis(millis),
+            fail_after: None,
+            done: 0,
+        }
+    }
+
+    fn name(worker: &Fake) -> String {
+        format!("GPU {} (fake)", worker.ordinal)
+    }
+
+    /// Runs `count` blocks, each writing its number times ten into its own
+    /// cell of one output; returns the output, each block's computations,
+    /// and the shares.
+    fn run(workers: &mut [Fake], count: usize) -> (Result<Vec<usize>>, Vec<usize>, Vec<usize>) {
+        let out = Mutex::new(vec![0; count]);
+        let computed: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
+        let shares = spread(workers, count, name, |worker, block| {
+            if let Some((after, error)) = worker.fail_after {
+                if worker.done == after {
+                    return Err(error());
+                }
+            }
+            std::thread::sleep(worker.delay);
+            computed[block].fetch_add(1, Ordering::Relaxed);
+            out.lock().unwrap()[block] = block * 10;
+            worker.done += 1;
+            Ok(())
+        });
+        let counts = computed.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        (shares, out.into_inner().unwrap(), counts)
+    }
+
+    fn out_of_memory() -> Error {
+        Error::Gpu("out of memory".into())
+    }
+
+    #[test]
+    fn every_block_once_and_in_its_place() {
+        for workers in 1..=4 {
+            let mut fakes: Vec<Fake> = (0..workers).map(|k| fake(k, 1)).collect();
+            let (shares, out, counts) = run(&mut fakes, 37);
+            assert_eq!(shares.unwrap().iter().sum::<usize>(), 37);
+            assert_eq!(out, (0..37).map(|b| b * 10).collect::<Vec<_>>());
+            assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn a_slower_worker_takes_fewer_blocks() {
+        let mut fakes = vec![fake(0, 1), fake(1, 8)];
+        let (shares, _, counts) = run(&mut fakes, 60);
+        let shares = shares.unwrap();
+        assert!(shares[0] > 2 * shares[1], "{shares:?}");
+        assert!(counts.iter().all(|&c| c == 1));
+    }
+
+    #[test]
+    fn a_failing_worker_s_block_is_retried_on_the_others() {
+        let mut fakes = vec![fake(0, 1), fake(1, 1), fake(2, 1)];
+        fakes[1].fail_after = Some((2, out_of_memory));
+        let (shares, out, counts) = run(&mut fakes, 40);
+        let shares = shares.unwrap();
+        assert_eq!(shares[1], 2);
+        assert_eq!(shares.iter().sum::<usize>(), 40);
+        assert_eq!(out, (0..40).map(|b| b * 10).collect::<Vec<_>>());
+        assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
+    }
+
+    #[test]
+    fn the_call_fails_naming_the_gpu_when_all_fail() {
+        let mut one = vec![fake(0, 0)];
+        one[0].fail_after = Some((3, out_of_memory));
+        let error = run(&mut one, 10).0.unwrap_err().to_string();
+        assert!(error.contains("GPU 0 (fake): out of memory"), "{error}");
+
+        let mut two = vec![fake(0, 1), fake(1, 1)];
+        two[0].fail_after = Some((1, out_of_memory));
+        two[1].fail_after = Some((4, out_of_memory));
+        let error = run(&mut two, 50).0.unwrap_err().to_string();
+        assert!(error.contains("GPU 1 (fake): out of memory"), "{error}");
+        assert!(error.contains("GPU 0 (fake): out of memory"), "{error}");
+    }
+
+    #[test]
+    fn other_errors_stop_every_worker_unnamed() {
+        let mut fakes = vec![fake(0, 1), fake(1, 1)];
+        fakes[0].fail_after = Some((2, || Error::Interrupted));
+        let (result, _, counts) = run(&mut fakes, 200);
+        assert!(matches!(result, Err(Error::Interrupted)));
+        assert!(counts.iter().sum::<usize>() < 200);
+    }
+
+    #[test]
+    fn no_blocks_and_no_workers() {
+        let mut fakes = vec![fake(0, 0), fake(1, 0)];
+        assert_eq!(run(&mut fakes, 0).0.unwrap(), [0, 0]);
+        assert!(run(&mut [], 3).0.is_err());
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // A list of one shard is meant.
+    fn shards_follow_the_budgets_and_fit() {
+        // 10 series of 100 bytes, 8 bytes per range.
+        let bytes = |r: Range<usize>| r.len() * 100 + 8;
+        assert_eq!(shards(10, &[2000], bytes), Some(vec![0..10]));
+        assert_eq!(shards(10, &[1000, 1000], bytes), Some(vec![0..5, 5..10]));
+        assert_eq!(shards(10, &[3000, 1000], bytes), Some(vec![0..7, 7..10]));
+        // A small budget's share rounds down to no series at all.
+        assert_eq!(shards(10, &[308, 5000], bytes), Some(vec![0..0, 0..10]));
+        assert_eq!(shards(10, &[400, 800], bytes), Some(vec![0..3, 3..10]));
+        assert_eq!(shards(10, &[500, 500], bytes), None);
+        assert_eq!(shards(1, &[1000, 1000], bytes), Some(vec![0..0, 0..1]));
+        for budgets in [[700, 400, 900], [108, 5000, 5000], [5000, 5000, 108]] {
+            let got = shards(10, &budgets, bytes).unwrap();
+            assert_eq!(got.first().unwrap().start, 0);
+            assert_eq!(got.last().unwrap().end, 10);
+            for (k, pair) in got.windows(2).enumerate() {
+                assert_eq!(pair[0].end, pair[1].start, "{got:?}");
+                assert!(bytes(pair[0].clone()) <= budgets[k]);
+            }
+        }
+    }
+
+    #[test]
+    fn each_runs_every_worker_and_names_a_failure() {
+        let mut fakes = vec![fake(0, 0), fake(1, 0), fake(2, 0)];
+        let got = each(&mut fakes, name, |w| Ok(w.ordinal * 2)).unwrap();
+        assert_eq!(got, [0, 2, 4]);
+        let error = each(&mut fakes, name, |w| {
+            if w.ordinal == 2 {
+                Err(out_of_memory())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+        assert!(error.to_string().contains("GPU 2 (fake)"), "{error}");
+    }
+}

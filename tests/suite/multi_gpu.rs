@@ -1,0 +1,204 @@
+//! Every GPU of the host: results on all of them equal GPU 0's alone bit
+//! for bit (streamed matrices, the triangle, resident sets replicated and
+//! sharded, paired Soft-DTW), and a GPU that fails mid-run is named or its
+//! blocks retried on the others. These run on however many GPUs there are,
+//! one included (the same code with one worker); the scheduling itself is
+//! unit-tested with fake workers (`host/gpu/plan/spread.rs`).
+
+use crate::common::{on_gpu, rng};
+use ndarray::Array2;
+use rand::Rng;
+use timewarp::gpu::{inject_gpu_fault, Gpu};
+use timewarp::{
+    distance_matrix, distance_matrix_resident, soft_dtw_pairs, upload, ComputeOptions, Device, Dtw,
+    Error, GpuSet, Metric, Placement, SeriesSet, SoftDtw, Twed, Variant,
+};
+
+/// `count` univariate series of 20 to 90 samples.
+fn batch(count: usize, seed: u64) -> SeriesSet<f64> {
+    let mut rng = rng(seed);
+    let series: Vec<Array2<f64>> = (0..count)
+        .map(|_| {
+            let len = rng.random_range(20..90);
+            Array2::from_shape_fn((len, 1), |_| rng.random_range(-2.0..2.0))
+        })
+        .collect();
+    SeriesSet::from_series(series.iter().map(|s| s.view())).unwrap()
+}
+
+fn metrics() -> [Metric; 3] {
+    [
+        Dtw::new().into(),
+        SoftDtw::new(0.5).unwrap().into(),
+        Twed::default().into(),
+    ]
+}
+
+/// A budget small enough for many blocks of a few dozen series.
+const SMALL: Option<usize> = Some(96 << 10);
+
+fn on(gpus: GpuSet, variant: Option<Variant>, budget: Option<usize>) -> ComputeOptions {
+    ComputeOptions {
+        gpu_variant: variant,
+        gpu_memory_budget: budget,
+        ..ComputeOptions::on(Device::Gpu).with_gpus(gpus)
+    }
+}
+
+fn gpu0() -> GpuSet {
+    GpuSet::one(0).unwrap()
+}
+
+#[test]
+fn multi_gpu_matrices_equal_gpu0() {
+    let Some(_timed) = on_gpu("multi_gpu_matrices_equal_gpu0") else {
+        return;
+    };
+    let (a, b) = (batch(150, 1), batch(70, 2));
+    for metric in metrics() {
+        for variant in [None, Some(Variant::Warp), Some(Variant::Naive)] {
+            for budget in [None, SMALL] {
+                for other in [Some(&b), None] {
+                    let one = distance_matrix(&a, other, metric, &on(gpu0(), variant, budget));
+                    let all =
+                        distance_matrix(&a, other, metric, &on(GpuSet::all(), variant, budget));
+                    let context =
+                        format!("{metric:?} {variant:?} {budget:?} b: {}", other.is_some());
+                    assert_eq!(all.unwrap(), one.unwrap(), "{context}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn multi_gpu_resident_replicated_and_sharded_equal_gpu0() {
+    let Some(_timed) = on_gpu("multi_gpu_resident_replicated_and_sharded_equal_gpu0") else {
+        return;
+    };
+    let (queries, database) = (batch(60, 3), batch(130, 4));
+    for metric in metrics() {
+        let expected =
+            distance_matrix(&queries, Some(&database), metric, &on(gpu0(), None, None)).unwrap();
+        for placement in [Placement::Auto, Placement::Replicate, Placement::Shard] {
+            for budget in [None, SMALL] {
+                let options = ComputeOptions {
+                    placement,
+                    ..on(GpuSet::all(), None, budget)
+                };
+                let resident = upload(&database, &options).unwrap();
+                let ranges = resident.gpus();
+                assert_eq!(resident.is_replicated(), placement != Placement::Shard);
+                let got = distance_matrix_resident(&queries, &resident, metric, &options).unwrap();
+                assert_eq!(
+                    got, expected,
+                    "{metric:?} {placement:?} {budget:?} {ranges:?}"
+                );
+            }
+        }
+    }
+    // A budget that holds less than the set forces shards under Auto, or
+    // fails on one GPU.
+    let set_bytes = database.total_samples() * 8 + (database.len() + 1) * 8;
+    let gpus = Gpu::select(GpuSet::all()).unwrap().len();
+    let tight = Some(set_bytes * 3 / 4);
+    let options = on(GpuSet::all(), None, tight);
+    match upload(&database, &options) {
+        Ok(resident) => {
+            assert!(
+                gpus > 1 && !resident.is_replicated(),
+                "{:?}",
+                resident.gpus()
+            );
+            let metric = Dtw::new().into();
+            let expected =
+                distance_matrix(&queries, Some(&database), metric, &on(gpu0(), None, None))
+                    .unwrap();
+            let got = distance_matrix_resident(&queries, &resident, metric, &options).unwrap();
+            assert_eq!(got, expected);
+        }
+        Err(error) => assert!(
+            gpus == 1 && error.to_string().contains("GPU 0 ("),
+            "{error}"
+        ),
+    }
+}
+
+#[test]
+fn multi_gpu_paired_soft_dtw_equals_gpu0() {
+    let Some(_timed) = on_gpu("multi_gpu_paired_soft_dtw_equals_gpu0") else {
+        return;
+    };
+    let (x, y) = (batch(97, 5), batch(97, 6));
+    for soft in [
+        SoftDtw::new(0.5).unwrap(),
+        SoftDtw::new(0.5).unwrap().divergence(),
+    ] {
+        for variant in [None, Some(Variant::Warp), Some(Variant::Stencil)] {
+            let one = soft_dtw_pairs(&x, &y, soft, &on(gpu0(), variant, None)).unwrap();
+            let all = soft_dtw_pairs(&x, &y, soft, &on(GpuSet::all(), variant, None)).unwrap();
+            assert_eq!(all, one, "{soft:?} {variant:?}");
+        }
+    }
+}
+
+/// The injected fault: on one GPU the call fails naming it; on several the
+/// failed GPU's block is retried on the others and the result is the
+/// fault-free one.
+#[test]
+fn multi_gpu_fault_names_the_gpu_or_is_retried() {
+    let Some(_timed) = on_gpu("multi_gpu_fault_names_the_gpu_or_is_retried") else {
+        return;
+    };
+    let gpus = Gpu::select(GpuSet::all()).unwrap();
+    let (a, b) = (batch(150, 7), batch(70, 8));
+    let metric: Metric = Dtw::new().into();
+    let options = on(GpuSet::all(), None, SMALL);
+    let expected = distance_matrix(&a, Some(&b), metric, &options).unwrap();
+    inject_gpu_fault(0, 1);
+    let got = distance_matrix(&a, Some(&b), metric, &options);
+    let (x, y) = (batch(40, 9), batch(40, 10));
+    let soft = SoftDtw::new(0.5).unwrap();
+    let paired_expected = soft_dtw_pairs(&x, &y, soft, &options).unwrap();
+    inject_gpu_fault(0, 0);
+    let paired = soft_dtw_pairs(&x, &y, soft, &options);
+    if gpus.len() == 1 {
+        for result in [got.map(|_| ()), paired.map(|_| ())] {
+            match result {
+                Err(Error::Gpu(message)) => {
+                    let name = format!("GPU 0 ({})", gpus[0].info().name);
+                    assert!(message.contains(&name), "{message}");
+                    assert!(message.contains("injected fault"), "{message}");
+                }
+                other => panic!("expected a GPU error naming GPU 0, got {other:?}"),
+            }
+        }
+    } else {
+        assert_eq!(got.unwrap(), expected);
+        assert_eq!(paired.unwrap(), paired_expected);
+    }
+    // The hook fires once: the next call is whole again.
+    assert_eq!(
+        distance_matrix(&a, Some(&b), metric, &options).unwrap(),
+        expected
+    );
+}
+
+#[test]
+fn multi_gpu_a_missing_ordinal_is_an_error() {
+    let Some(_timed) = on_gpu("multi_gpu_a_missing_ordinal_is_an_error") else {
+        return;
+    };
+    let count = Gpu::count();
+    let missing = GpuSet::one(count).unwrap();
+    let a = batch(3, 11);
+    let error = distance_matrix(&a, None, Dtw::new().into(), &on(missing, None, None)).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!("there is no GPU {count}")),
+        "{message}"
+    );
+    // Even with Auto: a GPU asked for by ordinal is not silently replaced.
+    let auto = ComputeOptions::on(Device::Auto).with_gpus(missing);
+    assert!(distance_matrix(&a, None, Dtw::new().into(), &auto).is_err());
+}
