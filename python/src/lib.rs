@@ -14,7 +14,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use timewarp::{
-    ComputeOptions, Device, Dtw, Error, Float, Metric, ResidentSet, SeriesSet, SoftDtw, Twed,
+    ComputeOptions, Device, Dtw, Error, Float, GpuSet, Metric, ResidentSet, SeriesSet, SoftDtw,
+    Twed,
 };
 
 // Named by its full module path, so that pickle finds the class again
@@ -167,13 +168,13 @@ fn series_list<T: Float + numpy::Element>(list: &Bound<'_, PyList>) -> PyResult<
     SeriesSet::from_series(arrays.iter().map(|a| a.as_array())).map_err(py_error)
 }
 
-/// `"auto"`, `"cpu"`, `"gpu"` or `"gpu:N"` (`"cuda"` alike); timewarp
-/// computes on GPU 0.
-fn device(name: &str) -> PyResult<Device> {
+/// `"auto"`, `"cpu"`, `"gpu"` or `"gpu:N"` (`"cuda"` alike): the device,
+/// and the GPUs (every usable one, or GPU `N`).
+fn device(name: &str) -> PyResult<(Device, GpuSet)> {
     match name {
-        "auto" => return Ok(Device::Auto),
-        "cpu" => return Ok(Device::Cpu),
-        "gpu" | "cuda" => return Ok(Device::Gpu),
+        "auto" => return Ok((Device::Auto, GpuSet::all())),
+        "cpu" => return Ok((Device::Cpu, GpuSet::all())),
+        "gpu" | "cuda" => return Ok((Device::Gpu, GpuSet::all())),
         _ => {}
     }
     let ordinal = name
@@ -181,10 +182,7 @@ fn device(name: &str) -> PyResult<Device> {
         .or_else(|| name.strip_prefix("cuda:"))
         .and_then(|n| n.parse::<usize>().ok());
     match ordinal {
-        Some(0) => Ok(Device::Gpu),
-        Some(_) => Err(invalid(format!(
-            "device {name:?}: this version computes on GPU 0 only (device=\"gpu:0\")"
-        ))),
+        Some(ordinal) => Ok((Device::Gpu, GpuSet::one(ordinal).map_err(py_error)?)),
         None => Err(invalid(format!(
             "device {name:?}: expected \"auto\", \"cpu\", \"gpu\" or \"gpu:N\""
         ))),
@@ -244,7 +242,8 @@ fn metric(
 }
 
 fn options(device_name: &str) -> PyResult<ComputeOptions> {
-    Ok(ComputeOptions::on(device(device_name)?))
+    let (device, gpus) = device(device_name)?;
+    Ok(ComputeOptions::on(device).with_gpus(gpus))
 }
 
 /// The distance matrix of `a` against `b` (or `a` against itself).

@@ -2,11 +2,11 @@
 //! Soft-DTW's expected alignment, in float64 (the Python layer,
 //! `timewarp/_paths.py`, passes `length x dims` C-contiguous arrays).
 
-use super::{device, invalid, py_error};
+use super::{invalid, options, py_error};
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
-use timewarp::{ComputeOptions, Dtw, SoftDtw, Twed};
+use timewarp::{Dtw, SoftDtw, Twed};
 
 fn band_radius(band: Option<i64>) -> PyResult<Option<usize>> {
     match band {
@@ -36,7 +36,7 @@ pub fn dtw_path<'py>(
     device_name: &str,
 ) -> PyResult<(Bound<'py, PyArray2<i64>>, f64)> {
     let dtw = band_radius(band)?.map_or_else(Dtw::new, Dtw::with_band);
-    let options = ComputeOptions::on(device(device_name)?);
+    let options = options(device_name)?;
     let (x, y) = (x.as_array(), y.as_array());
     let alignment = py
         .detach(|| timewarp::dtw_path(x, y, dtw, &options))
@@ -63,7 +63,7 @@ pub fn twed_path<'py>(
     device_name: &str,
 ) -> PyResult<EditPathParts<'py>> {
     let twed = Twed::new(nu, lmbda, degree).map_err(py_error)?;
-    let options = ComputeOptions::on(device(device_name)?);
+    let options = options(device_name)?;
     let (x, y) = (x.as_array(), y.as_array());
     let path = py
         .detach(|| timewarp::twed_path(x, y, twed, &options))
@@ -94,7 +94,7 @@ pub fn soft_dtw_alignment<'py>(
         Some(r) => soft.with_band(r),
         None => soft,
     };
-    let options = ComputeOptions::on(device(device_name)?);
+    let options = options(device_name)?;
     let (x, y) = (x.as_array(), y.as_array());
     let (matrix, value) = py
         .detach(|| timewarp::soft_dtw_alignment(x, y, soft, &options))

@@ -252,9 +252,10 @@ def test_gpu_without_one_is_a_clear_error():
     assert timewarp.cdist(np.ones((2, 3)), device="auto").shape == (2, 2)
 
 
-def test_other_gpu_ordinals_are_refused():
-    with pytest.raises(TimewarpError, match="GPU 0"):
-        timewarp.cdist(np.zeros((2, 3)), device="gpu:1")
+def test_a_missing_gpu_ordinal_is_refused():
+    # No machine that runs these tests has 1000 GPUs.
+    with pytest.raises(TimewarpError, match="GPU 999"):
+        timewarp.cdist(np.zeros((2, 3)), device="gpu:999")
 
 
 def test_load_reads_the_crates_formats(tmp_path):

@@ -125,7 +125,8 @@ class _SoftDtwFunction(torch.autograd.Function):
         if x.is_cuda and device != "cpu":
             if x.device.index not in (None, 0):
                 raise TimewarpError(
-                    f"the tensors are on {x.device}, but this version computes on GPU 0 only"
+                    f"the tensors are on {x.device}: CUDA tensors are read in place on GPU 0"
+                    " only (move them there, or pass CPU tensors with device=\"gpu:N\")"
                 )
             values, grad_x, grad_y = _on_device(x3, y3, dtype, gamma, band, normalize, outputs)
         else:
