@@ -26,7 +26,10 @@ fn pair_values<T: Float, R: CpuMeasure<T>>(
     pair: impl Fn(usize) -> (usize, usize) + Sync,
     measure: &R,
 ) -> Vec<T> {
-    if R::LOCKSTEP && count >= LOCKSTEP_MIN && lockstep_available() {
+    // Few pairs run one at a time, unless their values alone would differ
+    // from the same pairs' in a larger call.
+    let enough = count >= LOCKSTEP_MIN || R::LANES_DIFFER;
+    if R::LOCKSTEP && enough && lockstep_available() {
         let maxima = (a_max, b_max);
         let mut lanes = R::LOCKSTEP_BYTES / std::mem::size_of::<T>();
         // Too few pairs to give every thread a unit of 16 lanes: units of

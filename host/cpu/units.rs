@@ -36,6 +36,13 @@ pub(crate) trait CpuMeasure<T: Float>: Recurrence<T> + Sync {
     /// Bytes of the pairs' values one lockstep step computes.
     const LOCKSTEP_BYTES: usize = LOCKSTEP_BYTES;
 
+    /// Whether a pair's value in a lane differs in its last bits from its
+    /// value alone (Soft-DTW: the lanes' exponential and logarithm are
+    /// polynomials of their own, not the library's): then a pair without
+    /// others of its shape runs in lockstep too, in a single lane, so that
+    /// its value never depends on the pairs computed with it.
+    const LANES_DIFFER: bool = false;
+
     /// Whether the lockstep driver computes the rows and columns once
     /// first ([`lockstep_values`]).
     const PRECOMPUTED_ROWS: bool = true;
@@ -107,6 +114,7 @@ impl<T: Float> CpuMeasure<T> for TwedParams<T> {
 
 impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
     const LOCKSTEP: bool = true;
+    const LANES_DIFFER: bool = true;
 
     unsafe fn lockstep<const K: usize>(
         &self,
@@ -240,9 +248,10 @@ pub(super) fn lockstep_pair_values<T: Float, R: CpuMeasure<T>, const K: usize>(
         .map_init(
             || {
                 let lanes = vec![Lanes([T::ZERO; K]); lanes_len];
-                (vec![T::ZERO; single_len], lanes)
+                let lane = vec![Lanes([T::ZERO; 1]); if R::LANES_DIFFER { lanes_len } else { 0 }];
+                (vec![T::ZERO; single_len], lanes, lane)
             },
-            |(single, lanes), unit| {
+            |(single, lanes, lane), unit| {
                 let pairs = &order[unit.start..unit.start + unit.len];
                 let mut values = [T::ZERO; K];
                 // Interrupted: the caller discards the result.
@@ -258,6 +267,12 @@ pub(super) fn lockstep_pair_values<T: Float, R: CpuMeasure<T>, const K: usize>(
                     // SAFETY: the pairs share a shape, and the buffer fits
                     // the longest series.
                     values = unsafe { measure.lockstep(&xs, &ys, lanes.as_mut_ptr()) };
+                } else if R::LANES_DIFFER && !narrow {
+                    for (value, &k) in values.iter_mut().zip(pairs) {
+                        let (x, y) = series(k);
+                        // SAFETY: the buffer fits the longest series.
+                        *value = unsafe { measure.lockstep::<1>(&[x], &[y], lane.as_mut_ptr()) }[0];
+                    }
                 } else {
                     for (value, &k) in values.iter_mut().zip(pairs) {
                         let (x, y) = series(k);

@@ -253,9 +253,11 @@ def test_gpu_without_one_is_a_clear_error():
 
 
 def test_a_missing_gpu_ordinal_is_refused():
-    # No machine that runs these tests has 1000 GPUs.
-    with pytest.raises(TimewarpError, match="GPU 999"):
+    with pytest.raises(TimewarpError, match="999"):
         timewarp.cdist(np.zeros((2, 3)), device="gpu:999")
+    # No machine that runs these tests has 64 GPUs.
+    with pytest.raises(TimewarpError):
+        timewarp.cdist(np.zeros((2, 3)), device="gpu:63")
 
 
 def test_load_reads_the_crates_formats(tmp_path):

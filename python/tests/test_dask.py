@@ -51,16 +51,10 @@ def ragged(count: int, dims: int = 1, low: int = 3, high: int = 24) -> list:
 
 
 def assert_same(got, expected, metric: str) -> None:
-    """Bit for bit. Soft-DTW on the CPU is the exception the library has:
-    its lockstep driver (pairs of one shape 8 or 16 at a time, polynomial
-    exp/ln) and its one-pair driver (std's exp/ln, for runs of fewer than 4
-    pairs of a shape) differ in the last bits, and which one a pair gets
-    depends on the other pairs of its call; the GPU's pair kernels do not."""
-    if metric == "soft_dtw" and not ON_GPU and not np.array_equal(got, expected):
-        rtol = 1e-5 if got.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(got, expected, rtol=rtol)
-        pytest.xfail("CPU Soft-DTW: a pair's last bits depend on its lockstep unit")
-    np.testing.assert_array_equal(got, expected)
+    """Bit for bit, for every metric: a pair's value does not depend on the
+    tile it is computed in (on the CPU, Soft-DTW's pairs without others of
+    their shape run in a lane of their own for that)."""
+    np.testing.assert_array_equal(got, expected, err_msg=metric)
 
 
 METRICS = ["dtw", "twed", "soft_dtw"]
@@ -139,8 +133,7 @@ def test_knn_equals_the_in_process_reference(client, metric):
         expected_indices, expected_distances = reference_knn(queries, database, k, metric=metric)
         assert indices.shape == distances.shape == (len(queries), k)
         assert indices.dtype == np.int64
-        if metric != "soft_dtw" or ON_GPU:
-            np.testing.assert_array_equal(indices, expected_indices)
+        np.testing.assert_array_equal(indices, expected_indices)
         assert_same(distances, expected_distances, metric)
 
 

@@ -1,7 +1,8 @@
 //! The CPU backend's lockstep driver (`timewarp::lockstep`): the
 //! lanes' exponential and logarithm against std's; Soft-DTW of several
 //! pairs in lockstep against the same pairs one at a time and the oracle;
-//! DTW in lockstep bit for bit equal to DTW one pair at a time.
+//! DTW and TWED in lockstep bit for bit equal to one pair at a time, and
+//! Soft-DTW values the same bits in any batch.
 //!
 //! Accuracy of `exp_lanes` and `ln_lanes`, in ulps of the correctly
 //! rounded result (std's, itself within an ulp): measured over a dense
@@ -585,5 +586,25 @@ fn cpu_twed_in_lockstep_is_bit_identical() {
         }
         let untimed = random_set(&mut rng, &lengths, dims, 1.0);
         lockstep_bits::<f64>(&untimed, &untimed, timewarp::Twed::default().into());
+    }
+}
+
+/// Soft-DTW's lanes have an exponential and a logarithm of their own, so a
+/// pair without others of its shape runs in a single lane: its value is
+/// the same bits in any batch, tile or alone (what a matrix cut into tiles,
+/// by Dask or the pipeline, relies on).
+#[test]
+fn cpu_soft_dtw_values_do_not_depend_on_the_batch() {
+    let mut rng = rng(62);
+    for dims in [1, 3] {
+        let lengths: Vec<usize> = (0..26).map(|k| [1, 2, 33, 40, 17][k % 5]).collect();
+        let a = random_set(&mut rng, &lengths, dims, 1.0);
+        let b = random_set(&mut rng, &lengths[..18], dims, 1.0);
+        for (gamma, band) in [(0.1, None), (1.0, Some(4)), (1.0, Some(0))] {
+            let soft = SoftDtw::new(gamma).unwrap();
+            let soft = band.map_or(soft, |r| soft.with_band(r));
+            lockstep_bits::<f64>(&a, &b, soft.into());
+            lockstep_bits::<f32>(&a, &b, soft.divergence().into());
+        }
     }
 }

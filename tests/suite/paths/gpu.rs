@@ -17,7 +17,7 @@ use timewarp::{
 /// cell fuses its multiply and add).
 fn columns_match<T: Float>(dims: usize) {
     let mut rng = rng(21);
-    let (n, m) = (1500, 1100);
+    let (n, m) = (900, 700);
     let (x, _) = pair_series::<T>(&mut rng, n, dims);
     let (y, _) = pair_series::<T>(&mut rng, m, dims);
     let gpu = Gpu::get().unwrap();
@@ -30,9 +30,9 @@ fn columns_match<T: Float>(dims: usize) {
         (0..n, 0..m),
         (0..1, 0..m),
         (0..n, 0..1),
-        (7..1400, 300..333),
+        (7..850, 300..333),
         (1..n, 1..m),
-        (499..500, 2..1000),
+        (499..500, 2..690),
     ];
     let tolerance = tolerance::<T>(n, m, dims);
     for (rows, cols) in ranges {
