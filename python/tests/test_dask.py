@@ -249,7 +249,6 @@ class NoWork:
         (lambda c: twd.cdist(np.ones((3, 4)), device="gpu:1", client=c), "CUDA_VISIBLE"),
         (lambda c: twd.cdist(np.ones((3, 4)), device="tpu", client=c), "device"),
         (lambda c: twd.cdist(np.ones((3, 4)), block=0, client=c), "block"),
-        (lambda c: twd.cdist(np.ones((3, 4)), replicas=0, client=c), "replicas"),
         (lambda c: twd.knn(np.ones((2, 4)), np.ones((3, 4)), k=4, client=c), "only 3 series"),
         (lambda c: twd.knn(np.ones((2, 4)), np.ones((3, 4)), k=0, client=c), "k = 0"),
         (lambda c: twd.knn(np.ones((2, 4)), np.ones((3, 4)), k=1.5, client=c), "k = 1.5"),

@@ -8,8 +8,9 @@
 Each task computes one tile with `timewarp.cdist` on its worker (on that
 worker's GPU 0 under ``device="auto"``, which is the worker's own GPU when
 each worker sees one GPU through CUDA_VISIBLE_DEVICES). The inputs are cut
-into row blocks that go to the cluster once (``client.scatter``); the task
-graph refers to them, it does not carry them. docs/dask.md has the block
+into row blocks that go to the cluster once, as data of the task graph
+(which the scheduler can send again if the workers holding a block are
+lost); the tasks refer to them. docs/dask.md has the block
 rule, what moves over the network and the fault behaviour.
 
 Needs ``pip install "dask[array]" distributed`` (distributed for clusters;
@@ -264,26 +265,15 @@ def _blocks(count: int, size: int) -> List[Tuple[int, int]]:
     return [(start, min(start + size, count)) for start in range(0, count, size)]
 
 
-def _placed(
-    client: Any, parts: Sequence[Any], replicas: int, name: str
-) -> Tuple[Dict[Any, Any], List[Any]]:
-    """Graph entries and references for data blocks: futures scattered once
-    (and replicated to `replicas` workers, so that losing a worker loses no
-    block) with a client, else the blocks themselves as graph data."""
-    if client is None:
-        keys = [(name, index) for index in range(len(parts))]
-        return dict(zip(keys, parts)), keys
-    futures = client.scatter(list(parts), hash=False)
-    workers = len(client.nthreads())
-    if replicas > 1 and workers > 1:
-        client.replicate(futures, n=min(replicas, workers))
-    return {}, futures
-
-
-def _check_replicas(replicas: int) -> int:
-    if isinstance(replicas, bool) or not isinstance(replicas, (int, np.integer)) or replicas < 1:
-        raise TimewarpError(f"replicas = {replicas!r}: must be an integer >= 1")
-    return int(replicas)
+def _placed(parts: Sequence[Any], name: str) -> Tuple[Dict[Any, Any], List[Any]]:
+    """Graph entries and their keys for data blocks: each block is data in
+    the graph, sent to the scheduler once with it and from there to the
+    worker that first needs it. Unlike scattered data, such a block has a
+    recipe: if the workers holding it are lost, the scheduler sends it
+    again (scattered replicas are not a safeguard: Dask's active memory
+    manager drops the extra ones within seconds)."""
+    keys = [(name, index) for index in range(len(parts))]
+    return dict(zip(keys, parts)), keys
 
 
 # ---- cdist -------------------------------------------------------------------
@@ -306,7 +296,6 @@ def cdist(
     *,
     client: Any = None,
     block: Optional[int] = None,
-    replicas: int = 2,
     **params: Any,
 ):
     """The distance matrix of `a` (rows) against `b` (columns), or of `a`
@@ -321,8 +310,7 @@ def cdist(
     diagonal are computed, the diagonal ones in symmetric mode, and those
     below are their transposes. `client`: a ``distributed.Client``
     (default: the current one; none: dask's local threaded scheduler).
-    `replicas`: workers that hold each block (2: a lost worker loses no
-    data). `params`: `timewarp.cdist`'s (`metric`, `gamma`, `band`, `nu`,
+    `params`: `timewarp.cdist`'s (`metric`, `gamma`, `band`, `nu`,
     `lmbda`, `degree`, `normalize`, `device`, `precision`); `device` is
     resolved on each worker (``"auto"``: its GPU if usable).
 
@@ -331,7 +319,6 @@ def cdist(
     (``result.to_zarr(...)``) without ever holding the whole matrix.
     """
     params = _parameters(params)
-    replicas = _check_replicas(replicas)
     left, right = _inputs_for(a, b, params)
     client = _client(client)
     symmetric = right is None
@@ -355,13 +342,11 @@ def cdist(
     name = f"timewarp-cdist-{token}"
     rows = _blocks(left.count, block)
     columns = rows if symmetric else _blocks(other.count, block)
-    graph, left_refs = _placed(
-        client, [left.rows(*r) for r in rows], replicas, f"timewarp-rows-{token}"
-    )
+    graph, left_refs = _placed([left.rows(*r) for r in rows], f"timewarp-rows-{token}")
     right_refs = left_refs
     if not symmetric:
         right_graph, right_refs = _placed(
-            client, [other.rows(*c) for c in columns], replicas, f"timewarp-columns-{token}"
+            [other.rows(*c) for c in columns], f"timewarp-columns-{token}"
         )
         graph.update(right_graph)
 
@@ -467,7 +452,6 @@ def knn(
     *,
     client: Any = None,
     block: Union[None, int, Tuple[int, int]] = None,
-    replicas: int = 2,
     retries: int = 2,
     **params: Any,
 ) -> Tuple[np.ndarray, np.ndarray]:
@@ -487,7 +471,6 @@ def knn(
     tasks are recomputed regardless). Other arguments as `cdist`.
     """
     params = _parameters(params)
-    replicas = _check_replicas(replicas)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise TimewarpError(f"k = {k!r}: must be an integer >= 1")
     if isinstance(retries, bool) or not isinstance(retries, (int, np.integer)) or retries < 0:
@@ -521,10 +504,10 @@ def knn(
     shards = _blocks(database_batch.count, shard_size)
     query_blocks = _blocks(query_batch.count, query_block)
     graph, shard_refs = _placed(
-        client, [database_batch.rows(*s) for s in shards], replicas, f"timewarp-shard-{token}"
+        [database_batch.rows(*s) for s in shards], f"timewarp-shard-{token}"
     )
     query_graph, query_refs = _placed(
-        client, [query_batch.rows(*q) for q in query_blocks], replicas, f"timewarp-query-{token}"
+        [query_batch.rows(*q) for q in query_blocks], f"timewarp-query-{token}"
     )
     graph.update(query_graph)
 
