@@ -298,26 +298,33 @@ def test_the_gil_is_released_while_computing():
     import threading
     import time
 
-    x = RNG.normal(size=(300, 200))
-    ticks = []
-    done = threading.Event()
+    def ticks_during(x) -> tuple:
+        ticks = []
+        done = threading.Event()
 
-    def tick():
-        while not done.is_set():
-            ticks.append(time.perf_counter())
-            time.sleep(0.001)
+        def tick():
+            while not done.is_set():
+                ticks.append(time.perf_counter())
+                time.sleep(0.001)
 
-    thread = threading.Thread(target=tick)
-    thread.start()
-    start = time.perf_counter()
-    timewarp.cdist(x, metric="twed", device="cpu")
-    elapsed = time.perf_counter() - start
-    done.set()
-    thread.join()
-    during = [t for t in ticks if start < t < start + elapsed]
+        thread = threading.Thread(target=tick)
+        thread.start()
+        start = time.perf_counter()
+        timewarp.cdist(x, metric="twed", device="cpu")
+        elapsed = time.perf_counter() - start
+        done.set()
+        thread.join()
+        return elapsed, len([t for t in ticks if start < t < start + elapsed])
+
+    # A batch whose matrix takes at least 0.1 s here (a release build on
+    # many cores, or a debug build on two).
+    for count in (50, 100, 200, 400, 800):
+        elapsed, during = ticks_during(RNG.normal(size=(count, 200)))
+        if elapsed >= 0.1:
+            break
     # A thread that holds the GIL for the whole call lets the other tick at
     # most once or twice.
-    assert elapsed < 0.05 or len(during) > 5, (elapsed, len(during))
+    assert elapsed >= 0.1 and during > 5, (count, elapsed, during)
 
 
 def test_ctrl_c_stops_a_long_computation():

@@ -15,11 +15,11 @@ use timewarp::formats::read_dataset;
 use timewarp::gpu;
 use timewarp::{distance_matrix, ComputeOptions, Device, Dtw, Float, Metric, SoftDtw, Twed};
 
-fn timewarp() -> Command {
+pub(crate) fn timewarp() -> Command {
     cargo_bin_cmd!("timewarp")
 }
 
-fn bundled(name: &str) -> PathBuf {
+pub(crate) fn bundled(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name)

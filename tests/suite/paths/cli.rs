@@ -1,21 +1,11 @@
 //! `timewarp align` and `--plot` end to end.
 
-use assert_cmd::cargo::cargo_bin_cmd;
-use assert_cmd::Command;
 use ndarray::Array2;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 use timewarp::{dtw_path, ComputeOptions, Device, Dtw};
 
-fn timewarp() -> Command {
-    cargo_bin_cmd!("timewarp")
-}
-
-fn bundled(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::cli::{bundled, timewarp};
 
 /// A `.csv` file of one univariate series.
 fn one_series(dir: &TempDir, name: &str, values: &[f64]) -> PathBuf {
