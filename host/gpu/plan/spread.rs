@@ -136,20 +136,7 @@ where
         }
         done
     };
-    let shares: Vec<usize> = std::thread::scope(|scope| {
-        let threads: Vec<_> = workers
-            .iter_mut()
-            .map(|worker| scope.spawn(|| work(worker)))
-            .collect();
-        threads
-            .into_iter()
-            .map(|thread| {
-                thread
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            })
-            .collect()
-    });
+    let shares: Vec<usize> = on_threads(workers, work);
     let state = queue.into_inner().unwrap_or_else(|p| p.into_inner());
     if let Some(error) = state.fatal {
         return Err(error);
@@ -174,10 +161,16 @@ where
     if let [worker] = workers {
         return Ok(vec![named_run(worker)?]);
     }
+    on_threads(workers, named_run).into_iter().collect()
+}
+
+/// `run(worker)` for every worker at once, a scoped thread each, the
+/// results in the workers' order; a worker's panic is the caller's.
+fn on_threads<W: Send, R: Send>(workers: &mut [W], run: impl Fn(&mut W) -> R + Sync) -> Vec<R> {
     std::thread::scope(|scope| {
         let threads: Vec<_> = workers
             .iter_mut()
-            .map(|worker| scope.spawn(|| named_run(worker)))
+            .map(|worker| scope.spawn(|| run(worker)))
             .collect();
         threads
             .into_iter()
