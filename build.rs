@@ -26,6 +26,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Where each kernel's module lies in the PTX (shared with the crate,
+/// whose loader uses what this script does not).
+#[allow(dead_code)]
+#[path = "host/gpu/ptx_index.rs"]
+mod ptx_index;
+
 /// The PTX target unless `TIMEWARP_PTX_TARGET` names another.
 const DEFAULT_TARGET: &str = "sm_70";
 const KERNEL_PACKAGE: &str = "timewarp-kernels";
@@ -79,6 +85,7 @@ fn main() {
                 hash,
             } = kernels;
             generated += &format!("pub const PTX: &str = include_str!({ptx:?});\n");
+            generated += &module_index(&ptx);
             generated += "pub const BUILD_ERROR: Option<&str> = None;\n";
             generated += &format!("pub const PTX_TOOLCHAIN: Option<&str> = Some({channel:?});\n");
             generated +=
@@ -98,6 +105,8 @@ fn main() {
                 );
             }
             generated += "pub const PTX: &str = \"\";\n";
+            generated += "pub const PTX_SHARED: &[(usize, usize)] = &[];\n";
+            generated += "pub const PTX_ENTRIES: &[(&str, usize, usize)] = &[];\n";
             generated += &format!("pub const BUILD_ERROR: Option<&str> = Some({reason:?});\n");
             generated += "pub const PTX_TOOLCHAIN: Option<&str> = None;\n";
             generated += "pub const PTX_RUSTC_VERSION: Option<&str> = None;\n";
@@ -105,6 +114,29 @@ fn main() {
         }
     }
     fs::write(out_dir.join("kernels.rs"), generated).unwrap();
+}
+
+/// The constants of the PTX's module index: the byte ranges every module
+/// shares, and each entry's name and range (`host/gpu/ptx_index.rs`).
+fn module_index(ptx: &Path) -> String {
+    let text = fs::read_to_string(ptx).unwrap_or_else(|e| panic!("reading {}: {e}", ptx.display()));
+    let index = ptx_index::PtxIndex::of(&text);
+    let shared: Vec<String> = index
+        .shared
+        .iter()
+        .map(|r| format!("({}, {})", r.start, r.end))
+        .collect();
+    let entries: Vec<String> = index
+        .entries
+        .iter()
+        .map(|(name, r)| format!("({name:?}, {}, {})", r.start, r.end))
+        .collect();
+    format!(
+        "pub const PTX_SHARED: &[(usize, usize)] = &[{}];\n\
+         pub const PTX_ENTRIES: &[(&str, usize, usize)] = &[{}];\n",
+        shared.join(", "),
+        entries.join(", ")
+    )
 }
 
 /// Builds the PTX for `target` (e.g. `sm_70`) with the pinned toolchain.

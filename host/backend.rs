@@ -19,10 +19,11 @@ impl Backend {
     }
 
     /// As [`Backend::resolve`] on the GPUs of `gpus`: the backend names the
-    /// first (the others are [`Gpu::select`]'s). A listed GPU that does not
+    /// first, the only one opened here ([`Gpu::first`]; a computation that
+    /// spreads over several opens the others). A listed GPU that does not
     /// exist or cannot be used is an error even with `Auto`.
     pub fn resolve_on(device: Device, gpus: GpuSet) -> Result<Backend> {
-        let first = || Gpu::select(gpus).map(|list| Backend::Gpu(list[0]));
+        let first = || Gpu::first(gpus).map(Backend::Gpu);
         match device {
             Device::Cpu => Ok(Backend::Cpu),
             Device::Gpu => first(),

@@ -29,7 +29,7 @@
 //! ```
 
 // The layers, each depending only on those before it:
-//   error, float, lanes, options, metric, series, results   leaf types
+//   error, float, lanes, options, metric, storage, series, results   leaf types
 //   lockstep                            the CPU drivers' host-only pieces
 //   cpu                                 the CPU backend (kernel crate's drivers)
 //   gpu                                 the GPU runtime (kernel crate's catalogue)
@@ -53,14 +53,16 @@ pub mod oracle;
 mod resident;
 mod results;
 mod series;
+mod storage;
 
 pub use api::{
-    distance, distance_matrix, distance_matrix_resident, dtw_path, hirschberg, soft_dtw_alignment,
-    soft_dtw_device_output_len, soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair,
-    soft_dtw_pairs, soft_dtw_pairs_gradient, soft_dtw_pairs_gradient_resident,
-    soft_dtw_pairs_on_device, soft_dtw_pairs_resident, twed_path, Alignment, CpuLastColumn,
-    DeviceBatchRef, Edit, EditPath, EditStep, GpuLastColumn, LastColumn, Pass, SoftDtwOutputs,
-    GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS, PATH_WORKSPACE_BYTES,
+    distance, distance_matrix, distance_matrix_resident, dtw_path, hirschberg, matrix_variant,
+    resident_matrix_variant, soft_dtw_alignment, soft_dtw_device_output_len, soft_dtw_gradient,
+    soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_on_device, soft_dtw_pairs_resident,
+    soft_dtw_pairs_variant, twed_path, Alignment, CpuLastColumn, DeviceBatchRef, Edit, EditPath,
+    EditStep, GpuLastColumn, LastColumn, Pass, SoftDtwOutputs, GPU_LAST_COLUMN_MIN_CELLS,
+    HIRSCHBERG_LEAF_CELLS, PATH_WORKSPACE_BYTES,
 };
 pub use backend::Backend;
 pub use error::{Error, Result};

@@ -241,6 +241,18 @@ impl Variant {
     }
 }
 
+impl Variant {
+    /// Whether a distance matrix with it spreads over several GPUs: the
+    /// pair kernels of the streamed pipeline (naive, warp, local, shared);
+    /// the others compute on the first GPU alone.
+    pub const fn spreads_over_gpus(self) -> bool {
+        matches!(
+            self,
+            Variant::Naive | Variant::Warp | Variant::Local | Variant::Shared
+        )
+    }
+}
+
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -1,6 +1,7 @@
 //! [`SeriesSet`]: a batch of series, equal or unequal in length, univariate
 //! or multivariate, validated once when it is built.
 
+use crate::storage::{PageLocked, Storage};
 use crate::{Error, Float, Result};
 use ndarray::{Array1, ArrayView1, ArrayView2, ArrayView3, Axis};
 use timewarp_kernels::SetRef;
@@ -10,11 +11,15 @@ use timewarp_kernels::SetRef;
 ///
 /// Every series has at least one sample, every value is finite, and
 /// timestamps (if given) are finite and non-decreasing within each series.
+///
+/// Its values and timestamps are in ordinary memory, or page-locked
+/// ([`SeriesSet::into_page_locked`]), which the GPU reads straight from;
+/// a clone is in ordinary memory, and equality compares the contents.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SeriesSet<T> {
-    values: Vec<T>,
+    values: Storage<T>,
     offsets: Vec<u64>,
-    times: Option<Vec<T>>,
+    times: Option<Storage<T>>,
     dims: usize,
 }
 
@@ -32,7 +37,7 @@ impl<T: Float> SeriesSet<T> {
         let valid_shape = count > 0 && len > 0 && dims > 0 && len <= u32::MAX as usize;
         match batch.as_slice() {
             Some(values) if valid_shape && crate::float::all_finite(values) => Ok(Self {
-                values: values.to_vec(),
+                values: Storage::Ordinary(values.to_vec()),
                 offsets: (0..=count).map(|k| (k * len) as u64).collect(),
                 times: None,
                 dims,
@@ -95,7 +100,7 @@ impl<T: Float> SeriesSet<T> {
         }
         let dims = dims.ok_or_else(|| Error::InvalidInput("the batch has no series".into()))?;
         Ok(Self {
-            values,
+            values: Storage::Ordinary(values),
             offsets,
             times: None,
             dims,
@@ -141,7 +146,7 @@ impl<T: Float> SeriesSet<T> {
                 self.len()
             )));
         }
-        self.times = Some(all);
+        self.times = Some(Storage::Ordinary(all));
         Ok(self)
     }
 
@@ -234,32 +239,61 @@ impl<T: Float> SeriesSet<T> {
                 .collect::<Result<Vec<U>>>()
         };
         Ok(SeriesSet {
-            values: convert(&self.values, "value")?,
+            values: Storage::Ordinary(convert(&self.values, "value")?),
             offsets: self.offsets.clone(),
             times: self
                 .times
                 .as_deref()
-                .map(|t| convert(t, "timestamp"))
+                .map(|t| convert(t, "timestamp").map(Storage::Ordinary))
                 .transpose()?,
             dims: self.dims,
         })
     }
 
-    /// Series `range` as its own batch (for processing in chunks).
+    /// Series `range` as its own batch (for processing in chunks), in
+    /// ordinary memory.
     pub fn slice(&self, range: std::ops::Range<usize>) -> SeriesSet<T> {
         let (start, end) = (
             self.offsets[range.start] as usize,
             self.offsets[range.end] as usize,
         );
         SeriesSet {
-            values: self.values[start * self.dims..end * self.dims].to_vec(),
+            values: Storage::Ordinary(self.values[start * self.dims..end * self.dims].to_vec()),
             offsets: self.offsets[range.start..=range.end]
                 .iter()
                 .map(|o| o - start as u64)
                 .collect(),
-            times: self.times.as_ref().map(|t| t[start..end].to_vec()),
+            times: self
+                .times
+                .as_ref()
+                .map(|t| Storage::Ordinary(t[start..end].to_vec())),
             dims: self.dims,
         }
+    }
+
+    /// Whether its values and timestamps (if any) are in page-locked memory
+    /// ([`SeriesSet::into_page_locked`]). Timestamps added afterwards
+    /// ([`SeriesSet::with_timestamps`]) are in ordinary memory, and the
+    /// batch then is not page-locked until it is made so again.
+    pub fn is_page_locked(&self) -> bool {
+        self.values.is_page_locked() && self.times.as_ref().is_none_or(Storage::is_page_locked)
+    }
+
+    /// The same batch with its values and timestamps moved by `page_lock`
+    /// (a copy into page-locked memory), those already page-locked kept.
+    pub(crate) fn with_page_locked<E>(
+        self,
+        page_lock: impl Fn(&[T]) -> std::result::Result<PageLocked<T>, E>,
+    ) -> std::result::Result<Self, E> {
+        let lock = |storage: Storage<T>| match storage {
+            Storage::Ordinary(values) => page_lock(&values).map(Storage::PageLocked),
+            locked => Ok(locked),
+        };
+        Ok(SeriesSet {
+            values: lock(self.values)?,
+            times: self.times.map(lock).transpose()?,
+            ..self
+        })
     }
 
     /// The flat arrays: values (sample-major), offsets, timestamps.
@@ -272,7 +306,10 @@ impl<T: Float> SeriesSet<T> {
         SetRef {
             values: self.values.as_ptr(),
             offsets: self.offsets.as_ptr(),
-            times: self.times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
+            times: self
+                .times
+                .as_deref()
+                .map_or(std::ptr::null(), |t| t.as_ptr()),
             count: self.len() as u64,
             dims: self.dims as u64,
         }

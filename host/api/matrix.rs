@@ -86,6 +86,45 @@ fn standard<T: Float>(matrix: &Array2<T>) -> &[T] {
         .expect("matrices are made in standard layout")
 }
 
+/// The GPU kernel variant [`distance_matrix`] computes `a` against `b` (or
+/// `a` against itself) with on the GPU: `options.gpu_variant` if set, else
+/// the default for their shapes: the tiled kernel for one or two long pairs
+/// (unless a band narrow enough for one warp bounds them), else the warp
+/// kernel. What `timewarp bench` times by default.
+pub fn matrix_variant<T: Float>(
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+    metric: Metric,
+    options: &ComputeOptions,
+) -> Variant {
+    options
+        .gpu_variant
+        .unwrap_or_else(|| with_params!(T, metric, params => default_variant(&params, a, b)))
+}
+
+/// The default variant of `a` against `b` (or `a` against itself).
+fn default_variant<T: Float, P: KernelParams<T>>(
+    params: &P,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+) -> Variant {
+    let other = b.unwrap_or(a);
+    let pairs = match b {
+        Some(b) => a.len() * b.len(),
+        None => a.len() * (a.len() + 1) / 2,
+    };
+    let shortest = a.min_len().min(other.min_len());
+    let band = gpu::band_width(params, a.lengths(), other.lengths());
+    gpu::matrix_variant(P::MEASURE, pairs, shortest, band)
+}
+
+/// The GPU kernel variant [`distance_matrix_resident`] computes with on a
+/// GPU: `options.gpu_variant` if it reads resident sets (naive, warp, local
+/// or shared), the warp kernel by default; an error for the others.
+pub fn resident_matrix_variant(options: &ComputeOptions) -> Result<Variant> {
+    gpu::resident_variant(options.gpu_variant)
+}
+
 fn run<T: Float, P: CpuMeasure<T> + KernelParams<T>>(
     backend: Backend,
     options: &ComputeOptions,
@@ -96,17 +135,15 @@ fn run<T: Float, P: CpuMeasure<T> + KernelParams<T>>(
     if let Backend::Cpu = backend {
         return Ok(cpu::matrix(a, b, &params));
     }
-    let gpus = Gpu::select(options.gpus)?;
-    let variant = options.gpu_variant.unwrap_or_else(|| {
-        let other = b.unwrap_or(a);
-        let pairs = match b {
-            Some(b) => a.len() * b.len(),
-            None => a.len() * (a.len() + 1) / 2,
-        };
-        let shortest = a.min_len().min(other.min_len());
-        let band = gpu::band_width(&params, a.lengths(), other.lengths());
-        gpu::matrix_variant(P::MEASURE, pairs, shortest, band)
-    });
+    let variant = options
+        .gpu_variant
+        .unwrap_or_else(|| default_variant(&params, a, b));
+    // Only the GPUs the variant computes on are opened.
+    let gpus = if variant.spreads_over_gpus() {
+        Gpu::select(options.gpus)?
+    } else {
+        vec![Gpu::first(options.gpus)?]
+    };
     gpu::matrix(&gpus, variant, params, a, b, options.gpu_memory_budget)
 }
 
@@ -147,7 +184,7 @@ pub fn distance_matrix_resident<T: Float>(
     let running = interrupt::Running::start();
     let matrix = with_params!(T, metric, params => match (&database.storage, backend) {
         (Storage::Gpu(set), Backend::Gpu(_)) => {
-            let variant = gpu::resident_variant(options.gpu_variant)?;
+            let variant = resident_matrix_variant(options)?;
             gpu::matrix_resident(variant, params, queries, &set.parts(), budget)
         }
         (Storage::Host(set), _) => Ok(cpu::matrix(queries, Some(set), &params)),

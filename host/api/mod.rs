@@ -8,7 +8,9 @@ mod on_device;
 mod paths;
 mod soft_dtw;
 
-pub use matrix::{distance, distance_matrix, distance_matrix_resident};
+pub use matrix::{
+    distance, distance_matrix, distance_matrix_resident, matrix_variant, resident_matrix_variant,
+};
 pub use on_device::{
     soft_dtw_device_output_len, soft_dtw_pairs_on_device, DeviceBatchRef, SoftDtwOutputs,
 };
@@ -19,5 +21,5 @@ pub use paths::{
 };
 pub use soft_dtw::{
     soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
-    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, soft_dtw_pairs_variant,
 };

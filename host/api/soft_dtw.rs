@@ -31,7 +31,7 @@ use crate::resident::Stored;
 use crate::results::PairedGradients;
 use crate::{
     cpu, Backend, ComputeOptions, Device, Error, Float, ResidentSet, Result, SeriesSet, SoftDtw,
-    SoftDtwGradient,
+    SoftDtwGradient, Variant,
 };
 use ndarray::{Array1, Array2, ArrayView2};
 use timewarp_kernels::SoftDtwParams;
@@ -351,6 +351,25 @@ pub fn soft_dtw_pairs<T: Float>(
     check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
     let params = params::<T>(&metric)?;
     values(Paired::host(x, y, options)?, metric, params, options)
+}
+
+/// The GPU kernel variant [`soft_dtw_pairs`] computes `x` against `y`
+/// with on the GPU: `options.gpu_variant` if set, else the default for
+/// their shapes: the tiled kernel for one or two long pairs, else the
+/// stencil where its rings fit the first GPU's shared memory, else the warp
+/// kernel. What `timewarp bench --paired` times by default.
+///
+/// Errors: no usable GPU, batches that do not pair up, a variant that
+/// computes distance matrices only.
+pub fn soft_dtw_pairs_variant<T: Float>(
+    x: &SeriesSet<T>,
+    y: &SeriesSet<T>,
+    metric: SoftDtw,
+    options: &ComputeOptions,
+) -> Result<Variant> {
+    check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
+    let gpu = Gpu::first(options.gpus)?;
+    gpu::paired_value_variant(gpu, options.gpu_variant, (x, y), metric.is_divergence())
 }
 
 /// [`soft_dtw_pairs`] of two resident sets ([`crate::upload`]), computed

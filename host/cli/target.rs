@@ -1,7 +1,7 @@
 //! Where a command computes ([`Target`]): the backend and, on the GPU,
 //! which GPUs (`--gpus`); the options and the words for it.
 
-use timewarp::gpu::Gpu;
+use timewarp::gpu::{list_gpus, GpuInfo};
 use timewarp::{Backend, ComputeOptions, Device, Error, GpuSet};
 
 /// `--gpus`: `all` or ordinals separated by commas.
@@ -40,14 +40,22 @@ pub fn options_for(target: Target) -> ComputeOptions {
 }
 
 /// `cpu`, `gpu 0 (NVIDIA H100 ...)` or `gpus 0,1 (NVIDIA H200, NVIDIA
-/// H200)`, for messages.
+/// H200)`, for messages: the GPUs of the target as the driver lists them,
+/// none opened for it (opening a GPU creates its context, which takes
+/// longer than many calls).
 pub fn describe(target: Target) -> String {
-    let gpus = match target.backend {
+    let first = match target.backend {
         Backend::Cpu => return "cpu".into(),
-        Backend::Gpu(gpu) => Gpu::select(target.gpus).unwrap_or_else(|_| vec![gpu]),
+        Backend::Gpu(gpu) => gpu.info().clone(),
     };
-    let ordinals: Vec<String> = gpus.iter().map(|g| g.info().ordinal.to_string()).collect();
-    let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
+    let listed = list_gpus().unwrap_or_default().into_iter();
+    let gpus: Vec<GpuInfo> = match target.gpus.ordinals() {
+        Some(ordinals) => listed.filter(|g| ordinals.contains(&g.ordinal)).collect(),
+        None => listed.filter(|g| g.usable().is_ok()).collect(),
+    };
+    let gpus = if gpus.is_empty() { vec![first] } else { gpus };
+    let ordinals: Vec<String> = gpus.iter().map(|g| g.ordinal.to_string()).collect();
+    let names: Vec<&str> = gpus.iter().map(|g| g.name.as_str()).collect();
     let noun = if gpus.len() == 1 { "gpu" } else { "gpus" };
     format!("{noun} {} ({})", ordinals.join(","), names.join(", "))
 }

@@ -6,6 +6,7 @@
 
 use super::device::{driver_error, gpu_error, list_gpus, GpuInfo};
 use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
+use super::setup::{timed, SetupKind};
 use super::staging::PinnedPool;
 use crate::{Error, Float, GpuSet, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
@@ -47,8 +48,10 @@ pub struct Gpu {
     busy: Mutex<()>,
     /// Nanoseconds computations have held `busy`, in all.
     busy_nanos: AtomicU64,
-    /// Pairs the pair-kernel pipeline has computed here, in all.
+    /// Pairs the work spread over GPUs has computed here, in all.
     pairs: AtomicU64,
+    /// Nanoseconds this GPU's workers spent computing those pairs.
+    work_nanos: AtomicU64,
     /// The streams and pinned buffers of the pipelined pair kernels.
     pub(crate) pool: PinnedPool,
 }
@@ -81,6 +84,26 @@ pub fn this_thread_busy_time() -> Duration {
     Duration::from_nanos(THIS_THREAD_BUSY_NANOS.with(|busy| busy.get()))
 }
 
+/// The pairs a GPU computed in the work spread over GPUs (the pair
+/// kernels' distance matrices, paired Soft-DTW values on several GPUs),
+/// and the time its worker spent computing them: with several GPUs, each
+/// one's share of a computation and its rate ([`Gpu::work`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuWork {
+    pub pairs: u64,
+    pub time: Duration,
+}
+
+impl GpuWork {
+    /// The work done since `earlier`, a reading of the same GPU.
+    pub fn since(self, earlier: GpuWork) -> GpuWork {
+        GpuWork {
+            pairs: self.pairs - earlier.pairs,
+            time: self.time.saturating_sub(earlier.time),
+        }
+    }
+}
+
 /// "1 GPU", "2 GPUs".
 fn counted_gpus(count: usize) -> String {
     format!("{count} GPU{}", if count == 1 { "" } else { "s" })
@@ -102,7 +125,7 @@ fn devices() -> Result<&'static [OnceLock<std::result::Result<Gpu, String>>]> {
             if let Some(reason) = kernels_build_error() {
                 return Err(format!("this build has no GPU kernels: {reason}"));
             }
-            let count = list_gpus()?.len();
+            let count = timed(SetupKind::Driver, None, "", list_gpus)?.len();
             if count == 0 {
                 return Err("the driver reports no CUDA device".into());
             }
@@ -137,6 +160,38 @@ impl Gpu {
             .map_err(|reason| Error::GpuUnavailable(format!("GPU {ordinal}: {reason}")))
     }
 
+    /// The first GPU of `set`, opened, and no other: the first usable one
+    /// for [`GpuSet::all`], else the first listed; an error as
+    /// [`Gpu::select`]'s, also for a GPU listed after the first that does
+    /// not exist or whose compute capability the kernels do not run on.
+    /// For the computations that run on one GPU: opening a GPU creates its
+    /// context, which takes far longer than the call itself.
+    pub fn first(set: GpuSet) -> Result<&'static Gpu> {
+        let Some(list) = set.ordinals() else {
+            let first = Gpu::get();
+            return match first {
+                Ok(gpu) => Ok(gpu),
+                Err(reason) => (1..Gpu::count())
+                    .find_map(|k| Gpu::ordinal(k).ok())
+                    .ok_or(reason),
+            };
+        };
+        let gpu = Gpu::ordinal(list[0])?;
+        let infos = list_gpus().map_err(Error::GpuUnavailable)?;
+        for &ordinal in &list[1..] {
+            let info = infos.get(ordinal).ok_or_else(|| {
+                Error::GpuUnavailable(format!(
+                    "there is no GPU {ordinal}: the driver reports {} (ordinals 0 to {})",
+                    counted_gpus(infos.len()),
+                    infos.len().saturating_sub(1)
+                ))
+            })?;
+            info.usable()
+                .map_err(|reason| Error::GpuUnavailable(format!("GPU {ordinal}: {reason}")))?;
+        }
+        Ok(gpu)
+    }
+
     /// How many GPUs the driver reports (0 when it cannot be asked).
     pub fn count() -> usize {
         devices().map_or(0, <[_]>::len)
@@ -168,8 +223,11 @@ impl Gpu {
             .nth(ordinal)
             .ok_or_else(|| "the driver reports no CUDA device".to_string())?;
         info.usable()?;
-        let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
-        keep_freed_memory(&context, info.total_memory);
+        let context = timed(SetupKind::Context, Some(ordinal), "", || {
+            let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
+            keep_freed_memory(&context, info.total_memory);
+            Ok::<_, String>(context)
+        })?;
         let stream = context.default_stream();
         Ok(Gpu {
             info,
@@ -179,6 +237,7 @@ impl Gpu {
             busy: Mutex::new(()),
             busy_nanos: AtomicU64::new(0),
             pairs: AtomicU64::new(0),
+            work_nanos: AtomicU64::new(0),
             pool: PinnedPool::default(),
         })
     }
@@ -220,16 +279,21 @@ impl Gpu {
         Duration::from_nanos(self.busy_nanos.load(Ordering::Relaxed))
     }
 
-    /// How many pairs the pair kernels (naive, warp, local, shared) of
-    /// distance matrices have computed on this GPU since it was opened:
-    /// with several GPUs, each one's share of the work.
-    pub fn pairs_computed(&self) -> u64 {
-        self.pairs.load(Ordering::Relaxed)
+    /// The work spread over GPUs that this GPU has done since it was
+    /// opened ([`GpuWork`]); the difference of two readings is what a
+    /// computation between them did here.
+    pub fn work(&self) -> GpuWork {
+        GpuWork {
+            pairs: self.pairs.load(Ordering::Relaxed),
+            time: Duration::from_nanos(self.work_nanos.load(Ordering::Relaxed)),
+        }
     }
 
-    /// Counts `pairs` more in [`Gpu::pairs_computed`].
-    pub(crate) fn count_pairs(&self, pairs: u64) {
+    /// Counts `pairs` computed in `time` more in [`Gpu::work`].
+    pub(crate) fn add_work(&self, pairs: u64, time: Duration) {
         self.pairs.fetch_add(pairs, Ordering::Relaxed);
+        let nanos = time.as_nanos() as u64;
+        self.work_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
     /// Kernel `id`, its module JIT-compiled from the embedded PTX on first
@@ -259,10 +323,11 @@ impl Gpu {
     /// catalogue.
     pub fn load_kernels(&self) -> Result<()> {
         let failed = |e: driver::DriverError| Error::Gpu(format!("loading the kernels: {e}"));
-        let module = self
-            .context
-            .load_module(Ptx::from_src(embedded_ptx()))
-            .map_err(failed)?;
+        let ordinal = Some(self.info.ordinal);
+        let module = timed(SetupKind::ModuleLoad, ordinal, "every kernel", || {
+            self.context.load_module(Ptx::from_src(embedded_ptx()))
+        })
+        .map_err(failed)?;
         for id in KernelId::all() {
             let function = module.load_function(&id.to_string()).map_err(failed)?;
             let slot = self
@@ -278,16 +343,20 @@ impl Gpu {
         Ok(())
     }
 
-    /// Kernel `id` JIT-compiled from its module of the embedded PTX.
+    /// Kernel `id` JIT-compiled from its module of the embedded PTX (or
+    /// read from the driver's cache of earlier compilations).
     fn load(&self, id: KernelId) -> std::result::Result<CudaFunction, String> {
         let name = id.to_string();
         let failed = |e: driver::DriverError| format!("kernel {name}: {e}");
-        let text = entry_module(embedded_ptx(), &name)
-            .ok_or_else(|| format!("the embedded PTX has no kernel {name}"))?;
-        let module: Arc<CudaModule> = self
-            .context
-            .load_module(Ptx::from_src(text))
-            .map_err(failed)?;
+        let ordinal = Some(self.info.ordinal);
+        let text = timed(SetupKind::ModuleText, ordinal, &name, || {
+            entry_module(&name)
+        })
+        .ok_or_else(|| format!("the embedded PTX has no kernel {name}"))?;
+        let module: Arc<CudaModule> = timed(SetupKind::ModuleLoad, ordinal, &name, || {
+            self.context.load_module(Ptx::from_src(text))
+        })
+        .map_err(failed)?;
         module.load_function(&name).map_err(failed)
     }
 

@@ -251,26 +251,39 @@ pub(crate) fn upload_ranges<T: Float>(
     let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
     let base = allocation.device_ptr(stream).0;
     let mut placed = Vec::with_capacity(images.len());
-    for (image, start) in images.iter().zip(starts) {
-        let at = base + start as u64;
-        let first = image.offsets[0];
-        let offsets: Vec<u64> = image.offsets.iter().map(|&o| o - first).collect();
-        let layout = image.layout;
-        for (offset, bytes) in [
-            (0, as_bytes_u64(&offsets)),
-            (layout.values_at(), image.values),
-            (layout.times_at(), image.times),
-        ] {
-            if !bytes.is_empty() {
-                // SAFETY: the allocation holds the image's bytes at
-                // `at`; the copy from pageable memory has read `bytes`
-                // when it returns.
-                unsafe { driver::memcpy_htod_async(at + offset as u64, bytes, stream.cu_stream()) }
-                    .map_err(gpu_error)?;
+    let mut copy = || -> Result<()> {
+        for (image, &start) in images.iter().zip(&starts) {
+            let at = base + start as u64;
+            let first = image.offsets[0];
+            let offsets: Vec<u64> = image.offsets.iter().map(|&o| o - first).collect();
+            let layout = image.layout;
+            for (offset, bytes) in [
+                (0, as_bytes_u64(&offsets)),
+                (layout.values_at(), image.values),
+                (layout.times_at(), image.times),
+            ] {
+                if !bytes.is_empty() {
+                    // SAFETY: the allocation holds the image's bytes at
+                    // `at`; a copy from pageable memory has read `bytes`
+                    // when it returns, one from a page-locked batch is
+                    // waited for below.
+                    let stream = stream.cu_stream();
+                    unsafe { driver::memcpy_htod_async(at + offset as u64, bytes, stream) }
+                        .map_err(gpu_error)?;
+                }
             }
+            placed.push((at, layout));
         }
-        placed.push((at, layout));
+        Ok(())
+    };
+    let copied = copy();
+    if images.iter().any(|image| image.page_locked) {
+        // Copies from page-locked memory run on after they are enqueued:
+        // they end here, failed or not, before the caller may drop the
+        // batch.
+        stream.synchronize().map_err(gpu_error)?;
     }
+    copied?;
     Ok(Uploaded {
         allocation,
         images: placed,

@@ -90,6 +90,9 @@ pub(crate) struct Image<'a> {
     pub offsets: &'a [u64],
     pub values: &'a [u8],
     pub times: &'a [u8],
+    /// The batch's values and timestamps are page-locked: the device may
+    /// copy them straight from there ([`Image::direct`]).
+    pub page_locked: bool,
 }
 
 pub(crate) fn as_bytes_u64(values: &[u64]) -> &[u8] {
@@ -114,7 +117,35 @@ impl<'a> Image<'a> {
             offsets: &offsets[range.start..=range.end],
             values: as_bytes(&values[start * dims..end * dims]),
             times: times.map_or(&[][..], |t| as_bytes(&t[start..end])),
+            page_locked: set.is_page_locked(),
         }
+    }
+
+    /// How many of the image's first bytes go through staging memory: all
+    /// of them, or from a page-locked batch its offsets alone (rebased, so
+    /// not the batch's own bytes); the rest is [`Image::direct`].
+    pub(crate) fn staged_bytes(&self) -> usize {
+        if self.page_locked {
+            self.layout.values_at()
+        } else {
+            self.layout.bytes()
+        }
+    }
+
+    /// The parts of the image the device copies straight from a page-locked
+    /// batch, with where each goes in the image: its values, then its
+    /// timestamps if any; none from a batch in ordinary memory.
+    pub(crate) fn direct(&self) -> Vec<(usize, &'a [u8])> {
+        if !self.page_locked {
+            return Vec::new();
+        }
+        [
+            (self.layout.values_at(), self.values),
+            (self.layout.times_at(), self.times),
+        ]
+        .into_iter()
+        .filter(|(_, bytes)| !bytes.is_empty())
+        .collect()
     }
 
     /// Writes bytes `start .. start + dst.len()` of the image to `dst`.
@@ -261,6 +292,33 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The staged bytes and the direct parts of an image together are the
+    /// whole image: staged all of it for a batch in ordinary memory.
+    #[test]
+    fn staged_and_direct_parts_make_the_image() {
+        for (dims, times) in [(1, false), (2, true)] {
+            let set = set(&[3, 1, 7, 2, 5], dims, times);
+            let range = 1..4;
+            let expected = expected_image(&set, range.clone());
+            let mut image = Image::new(&set, &range);
+            assert!(!image.page_locked);
+            assert_eq!(image.staged_bytes(), expected.len());
+            assert!(image.direct().is_empty());
+            // As the image of a page-locked batch of the same values.
+            image.page_locked = true;
+            let mut built = vec![0u8; image.staged_bytes()];
+            image.write(&mut built, 0);
+            assert_eq!(built.len(), (range.len() + 1) * 8);
+            built.resize(expected.len(), 0);
+            let direct = image.direct();
+            assert_eq!(direct.len(), if times { 2 } else { 1 });
+            for (at, bytes) in direct {
+                built[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            assert_eq!(built, expected);
         }
     }
 

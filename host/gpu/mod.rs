@@ -5,8 +5,10 @@
 //! The modules, each depending only on those listed before it:
 //!
 //! ```text
-//! ptx, device      the embedded PTX and its build; the GPUs the driver reports
+//! ptx, device      the embedded PTX, its build and its modules' index; the
+//!                  GPUs the driver reports
 //! select, plan     kernel selection and plans that fit a budget (no CUDA)
+//! setup            the one-time work of a process, timed (no CUDA)
 //! layout           the device image of a range of series (no CUDA)
 //! staging          pinned host buffers and streams
 //! context          Gpu: open, begin a computation, load and launch a kernel
@@ -15,6 +17,7 @@
 //! multi            a call's blocks spread over several GPUs (plan::spread)
 //! pairs · stencil · long_pair · antidiagonal · paired · gradient
 //!                  the launchers, one file for what each runs
+//! page_locked      batches in page-locked host memory
 //! foreign          paired Soft-DTW over the caller's device memory
 //! path             last columns of a long pair's sub-pairs (alignment paths)
 //! matrix           a distance matrix with any variant
@@ -30,17 +33,22 @@ mod layout;
 mod long_pair;
 mod matrix;
 mod multi;
+mod page_locked;
 mod paired;
 mod pairs;
 mod path;
 mod pipeline;
 mod plan;
 mod ptx;
+// The indexer runs in build.rs; here only the tests run it.
+#[cfg_attr(not(test), allow(dead_code))]
+mod ptx_index;
 mod select;
+mod setup;
 mod staging;
 mod stencil;
 
-pub use context::{this_thread_busy_time, Gpu};
+pub use context::{this_thread_busy_time, Gpu, GpuWork};
 pub use device::{list_gpus, GpuInfo};
 pub use image::DeviceSeriesSet;
 #[doc(hidden)]
@@ -50,6 +58,7 @@ pub use ptx::{
     ptx_target, ptx_toolchain,
 };
 pub use select::local_max_len;
+pub use setup::{setup_steps, SetupKind, SetupStep};
 
 pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
@@ -57,7 +66,7 @@ pub(crate) use gradient::{paired_gradient, paired_gradient_resident};
 pub(crate) use layout::image_bytes as set_bytes;
 pub(crate) use matrix::matrix;
 pub(crate) use multi::budgets;
-pub(crate) use paired::{paired_values_resident, paired_values_spread};
+pub(crate) use paired::{paired_value_variant, paired_values_resident, paired_values_spread};
 pub(crate) use pairs::{matrix_resident, upload_range, ResidentParts};
 pub(crate) use path::DevicePathPair;
 pub(crate) use plan::spread::{named, shards as plan_shards};

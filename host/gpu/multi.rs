@@ -11,7 +11,7 @@
 
 use super::context::{Busy, Gpu};
 use super::pipeline::{Operand, Output, PairKernel, Pipeline};
-use super::plan::matrix::{Plan, Sizes};
+use super::plan::matrix::{Plan, Sizes, Tile};
 use super::plan::spread::{named, spread};
 use crate::{Error, Float, Result, SeriesSet};
 use std::cell::Cell;
@@ -145,8 +145,8 @@ pub(crate) fn enter(gpu: &Gpu, fault_after: &mut Option<usize>, done: usize) -> 
 
 /// Runs the uploads of `plan` (its blocks) on `workers`, each through its
 /// own pipeline of `sizes` with `kernel` loaded on its GPU, the `fixed`
-/// side uploaded a block at a time, results into `out`. Returns the blocks
-/// each worker computed.
+/// side uploaded a block at a time, results into `out`; counts each GPU's
+/// pairs and time in [`Gpu::work`].
 pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
     workers: &mut [Worker<'_, T>],
     (plan, sizes): (&Plan, Sizes),
@@ -154,7 +154,7 @@ pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
     params: P,
     kernel: impl Fn(&Gpu) -> Result<PairKernel> + Sync,
     out: &Output<T>,
-) -> Result<Vec<usize>> {
+) -> Result<()> {
     let result = spread(
         workers,
         plan.uploads.len(),
@@ -181,5 +181,11 @@ pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
     for worker in workers.iter_mut() {
         worker.pipeline = None;
     }
-    result
+    for (worker, share) in workers.iter().zip(result?) {
+        let tiles = share.blocks.iter().flat_map(|&b| &plan.uploads[b].tiles);
+        worker
+            .gpu
+            .add_work(tiles.map(Tile::pairs).sum(), share.time);
+    }
+    Ok(())
 }

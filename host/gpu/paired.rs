@@ -59,6 +59,21 @@ pub(crate) fn choose<T: Float>(
     )
 }
 
+/// The variant paired values of `x` and `y` (and with `divergence` each
+/// against itself) compute with on `gpu`: `asked`, or the default.
+pub(crate) fn paired_value_variant<T: Float>(
+    gpu: &Gpu,
+    asked: Option<Variant>,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    divergence: bool,
+) -> Result<Variant> {
+    choose::<T>(
+        gpu,
+        asked,
+        &Shapes::new(x.parts().1, y.parts().1, divergence),
+    )
+}
+
 /// The warp kernel of launch `launch` of the pairs of `shapes` (samples of
 /// `dims` values).
 fn paired_warp<T: Float, P: KernelParams<T>>(
@@ -131,7 +146,7 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
     let mut done = vec![0; gpus.len()];
     let done: Vec<_> = done.iter_mut().collect();
     let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
-    spread(
+    let shares = spread(
         &mut workers,
         blocks.len(),
         |((gpu, _), _)| gpu.name(),
@@ -149,6 +164,10 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
             Ok(())
         },
     )?;
+    for (gpu, share) in gpus.iter().zip(shares) {
+        let pairs: usize = share.blocks.iter().map(|&b| blocks[b].len()).sum();
+        gpu.add_work((pairs * launches) as u64, share.time);
+    }
     Ok(values.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 

@@ -8,7 +8,9 @@
 //! enqueue the chunk's copy, the NaN fill of the outputs, the launches and
 //! the copy of the results back, all asynchronous on the slot's stream. So
 //! the host's copies, the PCIe copies both ways and the kernels of
-//! different tiles overlap.
+//! different tiles overlap. A page-locked batch
+//! ([`crate::SeriesSet::into_page_locked`]) stages only its chunks'
+//! offsets: its values are copied to the device straight from the batch.
 
 use super::context::{poison_bytes, Gpu};
 use super::device::gpu_error;
@@ -159,7 +161,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
         // The allocation is ordered on its stream; the others copy into it.
         first_stream.synchronize().map_err(gpu_error)?;
         let piece = self.sizes.staging.clamp(1, STAGING_BYTES);
-        let result = self.copy_pieces(&image, base, total, piece);
+        let result = self.copy_pieces(&image, base, piece);
         if result.is_err() {
             // Copies into `bytes` may be in flight; it is freed next.
             self.wait_all();
@@ -174,17 +176,13 @@ impl<'g, T: Float> Pipeline<'g, T> {
         })
     }
 
-    /// Copies the `total` bytes of `image` to device address `base` in
-    /// pieces of `piece` bytes, through the slots' staging buffers in turn,
-    /// and waits for the copies.
-    fn copy_pieces(
-        &mut self,
-        image: &Image,
-        base: sys::CUdeviceptr,
-        total: usize,
-        piece: usize,
-    ) -> Result<()> {
+    /// Copies `image` to device address `base`: its staged bytes in pieces
+    /// of `piece` bytes, through the slots' staging buffers in turn, and
+    /// the parts a page-locked batch gives directly after them; waits for
+    /// the copies.
+    fn copy_pieces(&mut self, image: &Image, base: sys::CUdeviceptr, piece: usize) -> Result<()> {
         let (gpu, count) = (self.gpu, self.slots.len());
+        let total = image.staged_bytes();
         let (mut offset, mut k) = (0, 0);
         while offset < total {
             let slot = &mut self.slots[k % count];
@@ -197,13 +195,22 @@ impl<'g, T: Float> Pipeline<'g, T> {
             // SAFETY: the slot's previous copy from its staging is done.
             let staged = unsafe { staging.bytes_mut(len) };
             image.write_parallel(staged, offset);
-            // SAFETY: the destination holds `total` bytes; the staging
+            // SAFETY: the destination holds the image's bytes; the staging
             // buffer stays untouched until the slot's event says the copy
             // is done.
             unsafe { driver::memcpy_htod_async(base + offset as u64, staged, stream) }
                 .map_err(gpu_error)?;
             slot.done.record(&slot.stream).map_err(gpu_error)?;
             offset += len;
+        }
+        let slot = &self.slots[k % count];
+        for (at, bytes) in image.direct() {
+            // SAFETY: the destination holds the image's bytes; the batch,
+            // which the caller borrows, outlives the copy: it is waited
+            // for below, or by the caller on an error.
+            unsafe { driver::memcpy_htod_async(base + at as u64, bytes, slot.stream.cu_stream()) }
+                .map_err(gpu_error)?;
+            slot.done.record(&slot.stream).map_err(gpu_error)?;
         }
         self.slots
             .iter()
@@ -262,7 +269,6 @@ impl<'g, T: Float> Pipeline<'g, T> {
         unsafe { driver::memcpy_dtoh_async(results, out_ptr, stream.cu_stream()) }
             .map_err(gpu_error)?;
         slot.done.record(&stream).map_err(gpu_error)?;
-        gpu.count_pairs(tile.pairs());
         slot.pending = Some(tile);
         Ok(())
     }
@@ -383,22 +389,31 @@ impl<T: Float> Slot<T> {
             Operand::Host(set) => set,
         };
         let image = Image::new(set, range);
-        let bytes = image.layout.bytes();
         if self.chunk.is_none() {
             // SAFETY: each tile copies its chunk in before its launches.
             self.chunk = Some(unsafe { self.stream.alloc::<u8>(sizes.chunk) }.map_err(gpu_error)?);
         }
         let chunk = self.chunk.as_ref().expect("just set");
-        assert!(bytes <= chunk.len(), "the plan sized the chunks");
+        assert!(
+            image.layout.bytes() <= chunk.len(),
+            "the plan sized the chunks"
+        );
         let chunk = chunk.device_ptr(&self.stream).0;
         let stream = self.stream.cu_stream();
         let staging = self.staging(gpu, sizes.staging)?;
         // SAFETY: `finish` waited for the slot's previous copies.
-        let staged = unsafe { staging.bytes_mut(bytes) };
+        let staged = unsafe { staging.bytes_mut(image.staged_bytes()) };
         image.write_parallel(staged, 0);
-        // SAFETY: the chunk holds `bytes`; the staging buffer stays
+        // SAFETY: the chunk holds the image; the staging buffer stays
         // untouched until the slot's event says the copy is done.
         unsafe { driver::memcpy_htod_async(chunk, staged, stream) }.map_err(gpu_error)?;
+        for (at, bytes) in image.direct() {
+            // SAFETY: the chunk holds the image; the page-locked batch,
+            // which the computation borrows, outlives the copy: the
+            // pipeline waits for its slots before it is dropped.
+            unsafe { driver::memcpy_htod_async(chunk + at as u64, bytes, stream) }
+                .map_err(gpu_error)?;
+        }
         Ok(image.layout.set_ref(chunk, 0, range.len()))
     }
 }

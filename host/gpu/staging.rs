@@ -3,6 +3,7 @@
 
 use super::device::gpu_error;
 use super::plan::matrix::{SLOTS, STAGING_BYTES};
+use super::setup::{timed, SetupKind};
 use crate::{Float, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream, PinnedHostSlice};
 use std::mem::size_of;
@@ -38,8 +39,13 @@ impl PinnedPool {
     /// The [`SLOTS`] streams, created on first use.
     pub(super) fn streams(&self, context: &Arc<CudaContext>) -> Result<Vec<Arc<CudaStream>>> {
         let mut state = self.state();
-        while state.streams.len() < SLOTS {
-            state.streams.push(context.new_stream().map_err(gpu_error)?);
+        if state.streams.len() < SLOTS {
+            timed(SetupKind::Streams, Some(context.ordinal()), "", || {
+                while state.streams.len() < SLOTS {
+                    state.streams.push(context.new_stream().map_err(gpu_error)?);
+                }
+                Ok::<_, crate::Error>(())
+            })?;
         }
         Ok(state.streams.clone())
     }
@@ -75,8 +81,12 @@ impl PinnedPool {
                 } else {
                     0
                 };
-                // SAFETY: u8 is valid whatever the memory holds.
-                unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }.map_err(gpu_error)?
+                let gpu = Some(context.ordinal());
+                timed(SetupKind::PinnedBuffer, gpu, bytes.to_string(), || {
+                    // SAFETY: u8 is valid whatever the memory holds.
+                    unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }
+                })
+                .map_err(gpu_error)?
             }
         };
         let pointer = slice.as_mut_ptr().map_err(gpu_error)?;

@@ -451,6 +451,7 @@ fn kernels_missing_is_one_line_on_stderr() {
 struct BenchRow {
     metric: String,
     length: usize,
+    queries: usize,
     count: usize,
     precision: String,
     backend: String,
@@ -458,10 +459,21 @@ struct BenchRow {
     seconds: f64,
     gcups: f64,
     speedup_vs_cpu: Option<f64>,
+    first_call_seconds: Option<f64>,
+    pinned_input: bool,
+    gpu_shares: Option<Vec<GpuShareRow>>,
     ptx_rustc: Option<String>,
     ptx_toolchain: Option<String>,
     ptx_target: Option<String>,
     ptx_hash: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct GpuShareRow {
+    gpu: String,
+    pairs: u64,
+    seconds: f64,
+    gcups: f64,
 }
 
 #[test]
@@ -502,7 +514,99 @@ fn bench_json_parses() {
         );
         assert_eq!(row.ptx_hash.as_deref(), gpu::ptx_hash());
         assert_eq!(row.mode, None, "the CPU has no transfer mode");
+        // No first call (the CPU's warm-up is one query), no GPU shares.
+        assert_eq!(row.first_call_seconds, None);
+        assert!(row.gpu_shares.is_none() && !row.pinned_input);
     }
+}
+
+/// Without `--device`, bench times what `distance` computes: on a GPU the
+/// variant the library chooses for the shapes (and no CPU row unless
+/// `--with-cpu`), else the CPU; each case says on stderr when it starts.
+#[test]
+fn bench_times_what_distance_computes() {
+    let output = timewarp()
+        .args([
+            "bench",
+            "--metric",
+            "dtw,twed",
+            "--lengths",
+            "8",
+            "--count",
+            "3",
+        ])
+        .args(["--repeats", "1", "--json", "--with-cpu"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let rows: Vec<BenchRow> = serde_json::from_slice(&output.stdout).unwrap();
+    let backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
+    let gpu = timewarp::gpu::Gpu::get().is_ok();
+    if gpu {
+        // Nine short pairs: the warp kernel, after the CPU's reference.
+        assert_eq!(backends, ["cpu", "gpu:warp", "cpu", "gpu:warp"], "{stderr}");
+        for row in rows.iter().filter(|r| r.backend != "cpu") {
+            assert!(row.speedup_vs_cpu.is_some_and(|s| s > 0.0));
+            assert!(row.first_call_seconds.is_some_and(|s| s > 0.0));
+        }
+    } else {
+        // The CPU once per case, whether or not --with-cpu asked for it.
+        assert_eq!(backends, ["cpu", "cpu"], "{stderr}");
+        assert!(stderr.contains("; computing on the CPU"), "{stderr}");
+    }
+    for (metric, row) in ["dtw", "twed"]
+        .iter()
+        .zip(rows.iter().step_by(rows.len() / 2))
+    {
+        assert_eq!(&row.metric, metric);
+        assert_eq!((row.queries, row.count, row.length), (3, 3, 8));
+    }
+    for metric in ["dtw", "twed"] {
+        let line = format!("bench: {metric} length 8, 3 x 3, f64, cpu: timing");
+        assert!(stderr.contains(&line), "{stderr}");
+    }
+}
+
+/// Bad values of bench's own flags are usage errors before any work.
+#[test]
+fn bench_flags_are_checked() {
+    let base = ["bench", "--metric", "dtw", "--lengths", "8", "--count", "3"];
+    for (extra, needles) in [
+        (
+            &["--limit-seconds", "0"][..],
+            &["--limit-seconds", "> 0"][..],
+        ),
+        (&["--limit-seconds", "inf"], &["--limit-seconds"]),
+        (
+            &["--pinned-input", "--device", "cpu"],
+            &["--pinned-input", "needs --device gpu"],
+        ),
+        (
+            &["--variant", "all", "--device", "cpu"],
+            &["--variant", "--device cpu"],
+        ),
+    ] {
+        let mut command = timewarp();
+        command.args(base).args(extra);
+        expect_failure(&mut command, needles, 2);
+    }
+    let mut gradient = timewarp();
+    gradient.args([
+        "bench",
+        "--metric",
+        "soft-dtw",
+        "--paired",
+        "--gradient",
+        "--variant",
+        "warp",
+    ]);
+    expect_failure(
+        &mut gradient,
+        &["--gradient", "--variant does not apply"],
+        2,
+    );
 }
 
 /// `--resident` keeps references on a GPU: without one (or with --file,
@@ -533,16 +637,18 @@ fn bench_resident_needs_a_gpu_and_references() {
 }
 
 /// On a GPU, `--resident` rows say so; the default rows are streamed and
-/// the CPU's have no mode.
+/// the CPU's (`--with-cpu`) have no mode; every GPU row gives its first
+/// call and its one GPU's share: every pair of the warm-up and the timed
+/// run.
 #[test]
 fn gpu_bench_resident_and_streamed_modes() {
     let Some(_timed) = crate::common::on_gpu("gpu_bench_resident_and_streamed_modes") else {
         return;
     };
-    for (device, resident, expected) in [
-        ("gpu", true, "resident"),
-        ("gpu", false, "streamed"),
-        ("auto", true, "resident"),
+    for (device, resident, with_cpu, expected) in [
+        ("gpu", true, false, "resident"),
+        ("gpu", false, false, "streamed"),
+        ("auto", true, true, "resident"),
     ] {
         let mut command = timewarp();
         command.args([
@@ -566,17 +672,130 @@ fn gpu_bench_resident_and_streamed_modes() {
         if resident {
             command.arg("--resident");
         }
+        if with_cpu {
+            command.arg("--with-cpu");
+        }
         let rows: Vec<BenchRow> = serde_json::from_str(&stdout_of(&mut command)).unwrap();
-        let cpu_rows = if device == "auto" { 2 } else { 0 };
+        let cpu_rows = if with_cpu { 2 } else { 0 };
         assert_eq!(rows.len(), 2 * 2 + cpu_rows);
         for row in &rows {
             assert!(row.seconds > 0.0 && row.gcups > 0.0);
             match row.backend.as_str() {
                 "cpu" => assert_eq!(row.mode, None),
-                _ => assert_eq!(row.mode.as_deref(), Some(expected), "{}", row.backend),
+                _ => {
+                    assert_eq!(row.mode.as_deref(), Some(expected), "{}", row.backend);
+                    assert!(row.first_call_seconds.is_some_and(|s| s > 0.0));
+                    let shares = row.gpu_shares.as_ref().unwrap();
+                    let pairs: u64 = shares.iter().map(|s| s.pairs).sum();
+                    assert_eq!(pairs, 2 * 3 * 50, "{}", row.backend);
+                    for share in shares {
+                        assert!(share.gpu.starts_with("GPU "), "{}", share.gpu);
+                        assert!(share.seconds > 0.0 && share.gcups > 0.0);
+                    }
+                }
             }
         }
     }
+}
+
+/// The default row is the variant the library chooses (tiled for one long
+/// pair); `--variant all` times every other variant too, or skips it with
+/// the reason on stderr: here all of them, under a limit no run can meet.
+/// The first call and the process's setup (the kernel's module load) are
+/// reported.
+#[test]
+fn gpu_bench_variant_all_skips_over_the_limit() {
+    let Some(_timed) = crate::common::on_gpu("gpu_bench_variant_all_skips_over_the_limit") else {
+        return;
+    };
+    let pair = [
+        "bench",
+        "--metric",
+        "twed",
+        "--data",
+        "normal",
+        "--queries",
+        "1",
+        "--count",
+        "1",
+        "--lengths",
+        "8192",
+        "--repeats",
+        "2",
+    ];
+    let output = timewarp()
+        .args(pair)
+        .args(["--variant", "all", "--limit-seconds", "0.000001", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let rows: Vec<BenchRow> = serde_json::from_slice(&output.stdout).unwrap();
+    let backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
+    assert_eq!(backends, ["gpu:tiled"], "{stderr}");
+    assert!(
+        stderr.contains("gpu:tiled (default), streamed: timing"),
+        "{stderr}"
+    );
+    for variant in timewarp::Variant::ALL.map(timewarp::Variant::name) {
+        if variant != "tiled" {
+            let skipped = format!("gpu:{variant}, streamed: skipped: ");
+            assert!(stderr.contains(&skipped), "{variant}: {stderr}");
+        }
+    }
+    // The table: the row's first call, and the setup after it.
+    let out = stdout_of(timewarp().args(pair));
+    let row = out.lines().find(|l| l.starts_with("twed ")).unwrap();
+    assert!(row.contains("gpu:tiled"), "{out}");
+    let first_ms: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(first_ms > 0.0, "{out}");
+    assert!(out.contains("# one-time setup in this process"), "{out}");
+    assert!(
+        out.contains("module load") && out.contains("twed_tiled"),
+        "{out}"
+    );
+}
+
+/// `--pinned-input`: rows say so (the header too), and time the streamed
+/// case from page-locked batches.
+#[test]
+fn gpu_bench_pinned_input() {
+    let Some(_timed) = crate::common::on_gpu("gpu_bench_pinned_input") else {
+        return;
+    };
+    let case = [
+        "bench",
+        "--metric",
+        "dtw",
+        "--queries",
+        "1",
+        "--count",
+        "5000",
+        "--lengths",
+        "127",
+        "--precision",
+        "f32",
+        "--repeats",
+        "2",
+    ];
+    for pinned in [false, true] {
+        let mut command = timewarp();
+        command.args(case).arg("--json");
+        if pinned {
+            command.arg("--pinned-input");
+        }
+        let rows: Vec<BenchRow> = serde_json::from_str(&stdout_of(&mut command)).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].pinned_input, pinned);
+        assert_eq!(rows[0].mode.as_deref(), Some("streamed"));
+        assert!(rows[0].seconds > 0.0);
+    }
+    let out = stdout_of(timewarp().args(case).arg("--pinned-input"));
+    assert!(
+        out.contains("# batches in page-locked host memory"),
+        "{out}"
+    );
 }
 
 /// `--paired --resident` keeps both Soft-DTW batches on a GPU: without
@@ -636,8 +855,11 @@ fn gpu_bench_paired_resident_and_streamed_modes() {
                 command.arg("--resident");
             }
             let rows: Vec<BenchRow> = serde_json::from_str(&stdout_of(&mut command)).unwrap();
-            // The paired variants: warp and stencil.
-            assert_eq!(rows.len(), 2);
+            // The library's choice: the stencil for values, the gradient
+            // kernel (no variant) for gradients.
+            let backend = if gradient { "gpu" } else { "gpu:stencil" };
+            let backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
+            assert_eq!(backends, [backend]);
             for row in &rows {
                 assert_eq!(row.metric, label);
                 assert!(row.seconds > 0.0 && row.gcups > 0.0);

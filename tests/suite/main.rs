@@ -9,6 +9,7 @@
 //! | `matrix` | distance matrices: measure x variant x precision x shape against the oracle |
 //! | `long_pairs` | pairs of 65,536 to 100,003 samples against the CPU backend |
 //! | `resident` | resident sets and the streamed pipeline, every budget |
+//! | `page_locked` | batches in page-locked memory: the same bits as ordinary ones |
 //! | `paths` | alignments: DTW and TWED paths, Soft-DTW's expected alignment, Hirschberg, `align` and plots |
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
@@ -28,6 +29,7 @@ mod long_pairs;
 mod matrix;
 mod multi_gpu;
 mod oracle;
+mod page_locked;
 mod paired;
 mod paths;
 mod resident;

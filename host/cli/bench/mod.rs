@@ -1,54 +1,65 @@
-//! `timewarp bench`: times each measure on each backend and GPU kernel
-//! variant on generated data, against the CPU measured in the same run.
+//! `timewarp bench`: times a measure on generated data (or a file's
+//! series) where `timewarp distance` would compute it, with the GPU kernel
+//! variant it would choose; other variants and the CPU when asked for.
 
+mod case;
+mod probe;
 mod report;
+mod timing;
 
 use super::{
-    check_variants_apply, print, progress_bar, ptx_build, resolve_backend, variant_parser,
-    ComputeArgs, Failure, MetricKind,
+    check_variants_apply, print, progress_bar, ptx_build, resolve_backend, ComputeArgs, Failure,
+    MetricKind,
 };
-use report::{json, median, table_line, Mode, Row, Timing};
-use std::time::{Duration, Instant};
+use case::{bench_case, CaseContext};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use report::{json, setup_lines, share_lines, table_line, Mode, Row};
+use std::time::Duration;
 use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
 use timewarp::gpu::{self, Gpu};
-use timewarp::{
-    distance_matrix, distance_matrix_resident, soft_dtw_pairs, soft_dtw_pairs_gradient,
-    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, upload, ComputeOptions, Device, Dtw,
-    Float, GpuSet, Metric, Precision, SeriesSet, Variant,
-};
+use timewarp::{Device, Dtw, GpuSet, Metric, Precision, SeriesSet, Variant};
 
 pub const EXAMPLES: &str = "\
 Examples:
-  # Every measure and backend at the default sizes
+  # Each measure at the default sizes, where and how `timewarp distance` computes it
   timewarp bench
 
-  # DTW and TWED at length 1024, 512 series per batch, GPU variants only, as JSON
-  timewarp bench --metric dtw,twed --lengths 1024 --count 512 --device gpu --json
+  # DTW and TWED at length 1024, 512 series per batch, against the CPU, as JSON
+  timewarp bench --metric dtw,twed --lengths 1024 --count 512 --with-cpu --json
 
   # cuTWED's single pair: one random N(0,1) pair of each length, f64
-  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536,262144 --device gpu
+  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536,262144
 
-  # cuTWED's batch: all pairs of a file's series (upper triangle, computed once)
-  timewarp bench --metric twed --file tests/data/synthetic_control.csv --device gpu
+  # The same pair with every GPU variant, skipping those that would take over 20 s a run
+  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536 --variant all --limit-seconds 20
 
   # One pair of length 65536 with TWED: the anti-diagonal variants against tiled
-  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536 --device gpu --variant diagonal,diagonal-launches,tiled
+  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 65536 --variant diagonal,diagonal-launches,tiled
+
+  # Cold start: a 4096 pair's first call (kernel load, allocations) against the later ones
+  timewarp bench --metric twed --data normal --queries 1 --count 1 --lengths 4096 --repeats 20
+
+  # cuTWED's batch: all pairs of a file's series (upper triangle, computed once)
+  timewarp bench --metric twed --file tests/data/synthetic_control.csv
 
   # The Soft-DTW loss workload: 1024 pairs (x_k, y_k) of length 128, value and gradient
-  timewarp bench --metric soft-dtw --paired --gradient --count 1024 --lengths 128 --precision f32 --device gpu
+  timewarp bench --metric soft-dtw --paired --gradient --count 1024 --lengths 128 --precision f32
 
   # The same with both batches already on the GPU, as in a training loop (uploaded before the timed runs)
-  timewarp bench --metric soft-dtw --paired --gradient --count 1024 --lengths 128 --precision f32 --device gpu --resident
+  timewarp bench --metric soft-dtw --paired --gradient --count 1024 --lengths 128 --precision f32 --resident
 
-  # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32
+  # cuDTW++'s workload: one CBF query against 2^20 CBF series, f32, streamed from ordinary memory
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu
 
-  # DTW with a Sakoe-Chiba band of 10% of the length (cells outside are not computed)
-  timewarp bench --metric dtw --lengths 4096 --count 64 --precision f32 --device gpu --band 0.1
+  # The same with the series in page-locked memory, copied to the GPU straight from there
+  timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu --pinned-input
 
   # The same with the references already on the GPU (uploaded before the timed runs)
   timewarp bench --metric dtw --queries 1 --count 1048576 --lengths 127 --precision f32 --device gpu --resident
+
+  # DTW with a Sakoe-Chiba band of 10% of the length (cells outside are not computed)
+  timewarp bench --metric dtw --lengths 4096 --count 64 --precision f32 --band 0.1
 
   # DTW on GPUs 0 and 1 only (default: every usable GPU), with each GPU's share
   timewarp bench --metric dtw --lengths 512 --count 4096 --device gpu --gpus 0,1
@@ -56,30 +67,43 @@ Examples:
 Each case computes Q query series against N reference series (Q*N pairs of
 length x length cells; Q = N unless --queries says otherwise), or every pair
 of a file's series once (--file), from host arrays to host matrix, and
-reports the median time of the timed runs. The CPU times only its first
-`timed` queries (about a second's worth) and scales the time to all Q.
-GCUPS: cells per second / 1e9. speedup: the CPU's time over the backend's,
-both measured in this run. The table's first line, and every JSON record
+reports the median time of the timed runs.
+
+Where: --device auto (the default) is what `timewarp distance` picks, the
+GPUs when there is a usable one, else the CPU; on a GPU, each case is timed
+with the kernel variant the library chooses for its shapes (named in the
+backend column, e.g. gpu:tiled). --variant names others to time instead,
+or `all` for every variant that computes the workload: before timing one
+that is not the default, probes (the case with shorter series, then fewer
+queries, run twice) estimate one run's time from the cells, and a variant
+over --limit-seconds is skipped with the estimate on stderr, as is one that
+cannot take the case's shapes. --with-cpu times the CPU too (skipped in the
+same way), and the speedup column is the CPU's time over the row's, both
+measured in this run; the CPU times only its first `timed` queries (about
+a second's worth) and scales the time to all Q. Each case prints a line on
+stderr when it starts.
+
+GCUPS: cells per second / 1e9. first ms: the case's first call on that GPU
+backend in this process (the warm-up), which pays what later calls do not
+(loading the kernel's module, allocating the pipeline's buffers); after the
+table, the process's one-time setup is listed (the driver's start, each
+GPU's context, each kernel's module load, streams, pinned buffers; with
+--json on stderr). The table's first line, and every JSON record
 (ptx_rustc, ptx_toolchain, ptx_target, ptx_hash), name the build of the GPU
 kernels (see `timewarp info`); the table's header names the GPUs used, and
-with several, its last lines give each GPU's share of the pairs the pair
-kernels computed, which is its share of the throughput. Without --variant every GPU variant is timed
-but those that compute a batch pair after pair (tiled, tiled-launches,
-diagonal, diagonal-launches: name them to time them), and local only up to
-length 1024 (its rows are a fixed array). mode: streamed, the GPU's times
-include every transfer (references and queries in, distances out); resident
-(--resident), the references were uploaded once before the timed runs, which
-include the queries' upload, the kernels and the distances' copy back; with
---paired --resident both batches (x_k and y_k) were uploaded once, and the
-timed runs (soft_dtw_pairs_resident, soft_dtw_pairs_gradient_resident)
-include only the outputs' allocation, the kernels and the results' copy
-back.";
+when several shared a row, lines under it give each one's pairs, the time
+it spent computing them and its rate (JSON: gpu_shares).
 
-/// Whether a GPU variant is timed only when `--variant` names it: those that
-/// compute a batch pair after pair, which would dominate a default run.
-fn only_when_named(variant: Variant) -> bool {
-    variant.is_pair_by_pair()
-}
+mode: streamed, the GPU's times include every transfer (references and
+queries in, distances out), from ordinary memory through pinned staging
+buffers, or with --pinned-input from page-locked memory straight to the
+GPU (SeriesSet::into_page_locked, done before the timed runs); resident
+(--resident), the references were uploaded once before the timed runs,
+which include the queries' upload, the kernels and the distances' copy
+back; with --paired --resident both batches (x_k and y_k) were uploaded
+once, and the timed runs (soft_dtw_pairs_resident,
+soft_dtw_pairs_gradient_resident) include only the outputs' allocation,
+the kernels and the results' copy back.";
 
 /// Timed runs of one case stop early once they have taken this long.
 const REPEAT_BUDGET: Duration = Duration::from_secs(2);
@@ -92,6 +116,23 @@ enum DataKind {
     Cbf,
     /// Every value from N(0, 1), univariate
     Normal,
+}
+
+/// One item of `--variant`: a variant, or `all`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum VariantItem {
+    All,
+    One(Variant),
+}
+
+/// `all` or one of [`Variant::ALL`]; anything else is clap's usage error,
+/// which lists them.
+fn variant_item_parser() -> impl TypedValueParser<Value = VariantItem> {
+    let names = std::iter::once("all").chain(Variant::ALL.map(Variant::name));
+    PossibleValuesParser::new(names).map(|name| match name.parse() {
+        Ok(variant) => VariantItem::One(variant),
+        Err(_) => VariantItem::All,
+    })
 }
 
 #[derive(clap::Args)]
@@ -117,10 +158,20 @@ pub struct Args {
     data: DataKind,
     #[command(flatten)]
     compute: ComputeArgs,
-    /// GPU kernel variants to time, comma-separated [default: all but the
-    /// pair-after-pair ones: tiled, tiled-launches, diagonal, diagonal-launches]
-    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = variant_parser())]
-    variant: Vec<Variant>,
+    /// GPU kernel variants to time instead of the one the library chooses,
+    /// comma-separated, or `all` for every one that computes the workload
+    /// (those estimated over --limit-seconds skipped)
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = variant_item_parser())]
+    variant: Vec<VariantItem>,
+    /// With --variant all and --with-cpu: skip a backend that is not the
+    /// default choice when one run of a case is estimated (by timed probes)
+    /// to take longer than this many seconds
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    limit_seconds: f64,
+    /// Time the CPU backend too, the reference of the speedup column (by
+    /// default a GPU alone is timed when there is one)
+    #[arg(long)]
+    with_cpu: bool,
     /// Timed runs after one warm-up, of which the median is reported (fewer
     /// once a case's timed runs pass 2 s)
     #[arg(long, value_name = "R", default_value_t = 5)]
@@ -131,6 +182,11 @@ pub struct Args {
     /// paired functions
     #[arg(long)]
     resident: bool,
+    /// Keep the batches in page-locked host memory (allocated before the
+    /// timed runs), which the GPU copies straight from, instead of ordinary
+    /// memory staged through pinned buffers
+    #[arg(long)]
+    pinned_input: bool,
     /// Print a JSON array instead of a table
     #[arg(long)]
     json: bool,
@@ -139,12 +195,54 @@ pub struct Args {
     #[arg(long)]
     paired: bool,
     /// With --paired: the value and its gradient with respect to the queries
+    /// (one GPU kernel: --variant does not apply)
     #[arg(long, requires = "paired")]
     gradient: bool,
     /// A Sakoe-Chiba band of radius F times each case's length (DTW and
     /// Soft-DTW; GCUPS still count every cell of the full matrices)
     #[arg(long, value_name = "F")]
     band: Option<f64>,
+}
+
+/// Which GPU variants a run times.
+#[derive(Clone, PartialEq, Eq)]
+enum Variants {
+    /// The one the library chooses for each case.
+    Default,
+    /// Those named, in [`Variant::ALL`]'s order.
+    Named(Vec<Variant>),
+    /// Every one that computes the workload.
+    All,
+}
+
+impl Variants {
+    fn of(items: &[VariantItem]) -> Variants {
+        if items.is_empty() {
+            return Variants::Default;
+        }
+        if items.contains(&VariantItem::All) {
+            return Variants::All;
+        }
+        let named = Variant::ALL
+            .into_iter()
+            .filter(|v| items.contains(&VariantItem::One(*v)))
+            .collect();
+        Variants::Named(named)
+    }
+}
+
+/// The variants that compute `mode` (`resident`: against a resident set),
+/// in [`Variant::ALL`]'s order.
+fn variants_for(mode: Mode, resident: bool) -> Vec<Variant> {
+    Variant::ALL
+        .into_iter()
+        .filter(|v| match (mode, resident) {
+            (Mode::Matrix, false) => true,
+            (Mode::Matrix, true) => v.spreads_over_gpus(),
+            (Mode::Paired, _) => matches!(v, Variant::Stencil | Variant::Warp | Variant::Tiled),
+            (Mode::PairedGradient, _) => false,
+        })
+        .collect()
 }
 
 /// The measure with its default parameters and a band of `radius`.
@@ -157,7 +255,7 @@ fn with_band(metric: Metric, radius: Option<usize>) -> Metric {
 }
 
 /// A case's data: queries against references, or a set against itself.
-struct Case {
+pub struct Case {
     queries: SeriesSet<f64>,
     references: Option<SeriesSet<f64>>,
     mode: Mode,
@@ -182,12 +280,43 @@ impl Case {
             }
         }
     }
+
+    /// Pairs of one run.
+    fn pairs(&self) -> f64 {
+        let q = self.queries.len() as f64;
+        match (&self.references, self.mode) {
+            (Some(r), Mode::Matrix) => q * r.len() as f64,
+            (Some(_), _) => q,
+            (None, _) => q * (q + 1.0) / 2.0,
+        }
+    }
+}
+
+/// What a run times, beside the cases: where, which variants, how.
+struct Plan {
+    /// The CPU is timed.
+    cpu: bool,
+    /// The CPU is timed though a GPU is the default (`--with-cpu`).
+    cpu_is_extra: bool,
+    /// The GPUs are timed, and which.
+    gpu: Option<GpuSet>,
+    variants: Variants,
+    resident: bool,
+    pinned_input: bool,
+    repeats: usize,
+    limit_seconds: f64,
+    precision: Precision,
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
     if args.lengths.contains(&0) || args.count == Some(0) || args.repeats == 0 {
         return Err(Failure::usage(
             "--lengths, --count and --repeats must be at least 1",
+        ));
+    }
+    if !(args.limit_seconds > 0.0 && args.limit_seconds.is_finite()) {
+        return Err(Failure::usage(
+            "--limit-seconds must be a finite number > 0",
         ));
     }
     let metrics = if args.metric.is_empty() {
@@ -208,25 +337,27 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "--paired times Soft-DTW on generated data: use --metric soft-dtw and no --file",
         ));
     }
-    // Paired batches run on the variants that compute them.
-    let variants: &[Variant] = match (mode, args.variant.is_empty()) {
-        (Mode::Matrix, _) | (_, false) => &args.variant,
-        _ => &[Variant::Warp, Variant::Stencil],
-    };
-    let gpus = args.compute.gpus()?;
-    let backends = backends(args.compute.device, gpus, variants)?;
-    let used = gpus_used(&backends, gpus);
-    let pairs_before: Vec<u64> = used.iter().map(|g| g.pairs_computed()).collect();
-    let timing_gpu = backends.iter().any(|(name, _)| name != "cpu");
+    if mode == Mode::PairedGradient && !args.variant.is_empty() {
+        return Err(Failure::usage(
+            "--gradient runs the one gradient kernel; --variant does not apply",
+        ));
+    }
     if args.resident && args.file.is_some() {
         return Err(Failure::usage(
             "--resident times queries against references; --file times a set against itself",
         ));
     }
-    if args.resident && !timing_gpu {
-        return Err(Failure::usage(
-            "--resident keeps the references on a GPU: it needs --device gpu, or auto with a usable GPU",
-        ));
+    let gpus = args.compute.gpus()?;
+    let timing_gpu = gpu_is_timed(args.compute.device, gpus)?;
+    for (flag, given) in [
+        ("--resident", args.resident),
+        ("--pinned-input", args.pinned_input),
+    ] {
+        if given && !timing_gpu {
+            return Err(Failure::usage(format!(
+                "{flag} is about copies to a GPU: it needs --device gpu, or auto with a usable GPU"
+            )));
+        }
     }
     let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
     let queries = if mode == Mode::Matrix {
@@ -247,15 +378,32 @@ pub fn run(args: Args) -> Result<(), Failure> {
             ));
         }
     }
+    let plan = Plan {
+        cpu: !timing_gpu || args.with_cpu,
+        cpu_is_extra: timing_gpu && args.with_cpu,
+        gpu: timing_gpu.then_some(gpus),
+        variants: Variants::of(&args.variant),
+        resident: args.resident,
+        pinned_input: args.pinned_input,
+        repeats: args.repeats,
+        limit_seconds: args.limit_seconds,
+        precision: args.compute.precision,
+    };
     let precision = args.compute.precision_name();
+    let runs = super::counted(args.repeats, "run", "runs");
+    let cpu_note = if plan.cpu {
+        "; the CPU times about a second's worth of queries and scales up"
+    } else {
+        ""
+    };
     let cases: Vec<(usize, Case)> = match &args.file {
         Some(path) => {
             let set = formats::read_dataset(path)?.to_series_set::<f64>()?;
             eprintln!(
-                "bench: every pair of the {} series of {} once, {precision}, median of up to {} after a warm-up",
+                "bench: every pair of the {} series of {} once, {precision}, median of up to {runs} \
+                 after a warm-up{cpu_note}",
                 set.len(),
                 path.display(),
-                super::counted(args.repeats, "run", "runs")
             );
             vec![(
                 set.max_len(),
@@ -268,12 +416,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
         None => {
             eprintln!(
-                "bench: {} data, {} x {} per case, {precision}, \
-                 median of up to {} after a warm-up; the CPU times about a second's worth of queries and scales up",
-                if args.data == DataKind::Cbf { "CBF" } else { "normal" },
+                "bench: {} data, {} x {} per case, {precision}, median of up to {runs} after a \
+                 warm-up{cpu_note}",
+                if args.data == DataKind::Cbf {
+                    "CBF"
+                } else {
+                    "normal"
+                },
                 super::counted(queries, "query", "queries"),
                 super::counted(count, "reference", "references"),
-                super::counted(args.repeats, "run", "runs")
             );
             args.lengths
                 .iter()
@@ -297,233 +448,74 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 .collect()
         }
     };
-    let bar = progress_bar((metrics.len() * cases.len() * backends.len()) as u64);
+    // Opened here, so that no case's first call pays for it.
+    let used = match plan.gpu {
+        Some(gpus) => Gpu::select(gpus)?,
+        None => Vec::new(),
+    };
+    let bar = progress_bar((metrics.len() * cases.len()) as u64);
     let mut rows = Vec::new();
-    // The table grows a row at a time, so a long run shows what it has.
     if !args.json {
-        print(&format!(
+        let mut header = format!(
             "# timewarp {}, kernel build: {}\n",
             env!("CARGO_PKG_VERSION"),
             ptx_build()
-        ))?;
+        );
         if !used.is_empty() {
             let names: Vec<String> = used.iter().map(|g| g.name()).collect();
-            print(&format!("# GPUs used: {}\n", names.join(", ")))?;
+            header += &format!("# GPUs used: {}\n", names.join(", "));
         }
-        print(&table_line(None))?;
+        if plan.pinned_input {
+            header += "# batches in page-locked host memory (--pinned-input)\n";
+        }
+        print(&(header + &table_line(None)))?;
     }
     for (length, case) in &cases {
         for &metric in &metrics {
-            let mut cpu_seconds = None;
-            for (backend, options) in &backends {
-                let local_too_long =
-                    options.gpu_variant == Some(Variant::Local) && *length > gpu::local_max_len();
-                if local_too_long && args.variant.is_empty() {
-                    bar.inc(1);
-                    continue;
+            let band = args.band.map(|f| (f * *length as f64).round() as usize);
+            let measure = with_band(metric.with_defaults()?, band);
+            let show = |row: &Row| {
+                if args.json {
+                    return Ok(());
                 }
-                let resident = args.resident && options.device == Device::Gpu;
-                let band = args.band.map(|f| (f * *length as f64).round() as usize);
-                let measure = with_band(metric.with_defaults()?, band);
-                let timing = match args.compute.precision {
-                    Precision::F32 => time::<f32>(case, measure, options, resident, args.repeats)?,
-                    Precision::F64 => time::<f64>(case, measure, options, resident, args.repeats)?,
-                };
-                if backend == "cpu" {
-                    cpu_seconds = Some(timing.seconds);
-                }
-                rows.push(Row {
-                    metric,
-                    workload: mode,
-                    length: *length,
-                    queries: case.queries.len(),
-                    count: case
-                        .references
-                        .as_ref()
-                        .map_or(case.queries.len(), |r| r.len()),
-                    cells: case.cells(),
-                    precision,
-                    backend: backend.clone(),
-                    mode: match (options.device, resident) {
-                        (Device::Gpu, true) => Some("resident"),
-                        (Device::Gpu, false) => Some("streamed"),
-                        _ => None,
-                    },
-                    band,
-                    speedup_vs_cpu: cpu_seconds.map(|cpu| cpu / timing.seconds),
-                    timing,
-                });
-                if !args.json {
-                    bar.suspend(|| print(&table_line(rows.last())))?;
-                }
-                bar.inc(1);
-            }
+                bar.suspend(|| print(&(table_line(Some(row)) + &share_lines(row))))
+            };
+            let context = CaseContext {
+                case,
+                metric,
+                measure,
+                length: *length,
+                band,
+                used: &used,
+                say: &|line: &str| bar.suspend(|| eprintln!("{line}")),
+                show: &show,
+            };
+            rows.extend(match plan.precision {
+                Precision::F32 => bench_case::<f32>(&plan, &context)?,
+                Precision::F64 => bench_case::<f64>(&plan, &context)?,
+            });
+            bar.inc(1);
         }
     }
     bar.finish_and_clear();
+    let setup = setup_lines(&gpu::setup_steps());
     if args.json {
         print(&json(&rows))?;
-    }
-    report_gpu_shares(&used, &pairs_before, args.json)
-}
-
-/// The GPUs the GPU backends compute on (none without one).
-fn gpus_used(backends: &[(String, ComputeOptions)], gpus: GpuSet) -> Vec<&'static Gpu> {
-    if backends
-        .iter()
-        .all(|(_, options)| options.device != Device::Gpu)
-    {
-        return Vec::new();
-    }
-    Gpu::select(gpus).unwrap_or_default()
-}
-
-/// Each GPU's share of the pairs the pair kernels computed in the run, and
-/// so of its throughput (on stderr with --json, which keeps stdout JSON).
-fn report_gpu_shares(used: &[&'static Gpu], before: &[u64], json: bool) -> Result<(), Failure> {
-    let pairs: Vec<u64> = used
-        .iter()
-        .zip(before)
-        .map(|(gpu, before)| gpu.pairs_computed() - before)
-        .collect();
-    let total: u64 = pairs.iter().sum();
-    if used.len() < 2 || total == 0 {
-        return Ok(());
-    }
-    let mut lines = String::new();
-    for (gpu, pairs) in used.iter().zip(&pairs) {
-        lines += &format!(
-            "# {}: {pairs} pairs of the pair kernels, {:.1}% of the GPUs' throughput\n",
-            gpu.name(),
-            100.0 * *pairs as f64 / total as f64
-        );
-    }
-    if json {
-        eprint!("{lines}");
+        eprint!("{setup}");
         Ok(())
     } else {
-        print(&lines)
+        print(&setup)
     }
 }
 
-/// The backends `--device` includes, named as in the output: `cpu` first
-/// (the reference), then `gpu:<variant>` for every kernel variant named
-/// (none named: every variant but those [`only_when_named`]).
-fn backends(
-    device: Device,
-    gpus: GpuSet,
-    named: &[Variant],
-) -> Result<Vec<(String, ComputeOptions)>, Failure> {
-    let mut backends = Vec::new();
-    if device != Device::Gpu {
-        backends.push(("cpu".to_string(), ComputeOptions::on(Device::Cpu)));
+/// Whether `--device` and `--gpus` time a GPU here; a GPU of `--gpus`
+/// that does not exist is an error before any work.
+fn gpu_is_timed(device: Device, gpus: GpuSet) -> Result<bool, Failure> {
+    if device == Device::Cpu {
+        return Ok(false);
     }
-    let variants: Vec<Variant> = Variant::ALL
-        .into_iter()
-        .filter(|v| match named {
-            [] => !only_when_named(*v),
-            _ => named.contains(v),
-        })
-        .collect();
-    if !gpus.is_all() && device != Device::Cpu {
-        // A GPU of --gpus that does not exist is an error before any work.
+    if !gpus.is_all() {
         timewarp::Backend::resolve_on(Device::Gpu, gpus)?;
     }
-    if device != Device::Cpu && resolve_backend(device)?.is_gpu() {
-        backends.extend(variants.into_iter().map(|variant| {
-            let options = ComputeOptions {
-                gpu_variant: Some(variant),
-                ..ComputeOptions::on(Device::Gpu).with_gpus(gpus)
-            };
-            (format!("gpu:{variant}"), options)
-        }));
-    }
-    Ok(backends)
-}
-
-/// A case's time for all of its pairs: the median of the timed runs after
-/// a warm-up. The CPU, often a hundred times slower, times only as many
-/// queries as take about a second and scales that up: its time is
-/// proportional to the pairs (all queries meet all references). With
-/// `resident`, the references are uploaded first, untimed, and for paired
-/// batches the queries too (a GPU times every query).
-fn time<T: Float>(
-    case: &Case,
-    metric: Metric,
-    options: &ComputeOptions,
-    resident: bool,
-    repeats: usize,
-) -> Result<Timing, Failure> {
-    let queries = case.queries.cast::<T>()?;
-    let references = case
-        .references
-        .as_ref()
-        .map(|r| r.cast::<T>())
-        .transpose()?;
-    let uploaded = match (&references, resident, case.mode) {
-        (Some(references), true, Mode::Matrix) => Some(upload(references, options)?),
-        _ => None,
-    };
-    // Paired and resident: query k against reference k, both batches on
-    // the device before the timed runs.
-    let uploaded_pairs = match (&references, resident, case.mode) {
-        (Some(references), true, Mode::Paired | Mode::PairedGradient) => Some((
-            upload(&queries, options)?,
-            upload(&references.slice(0..queries.len()), options)?,
-        )),
-        _ => None,
-    };
-    let run = |queries: &SeriesSet<T>| -> Result<Duration, Failure> {
-        let start = Instant::now();
-        match (case.mode, metric, &references, &uploaded) {
-            (Mode::Matrix, _, _, Some(database)) => {
-                distance_matrix_resident(queries, database, metric, options)?;
-            }
-            (Mode::Matrix, ..) => {
-                distance_matrix(queries, references.as_ref(), metric, options)?;
-            }
-            (mode, Metric::SoftDtw(soft), Some(references), _) => match &uploaded_pairs {
-                Some((x, y)) => {
-                    assert_eq!(x.len(), queries.len(), "a GPU times every query");
-                    if mode == Mode::Paired {
-                        soft_dtw_pairs_resident(x, y, soft, options)?;
-                    } else {
-                        soft_dtw_pairs_gradient_resident(x, y, soft, options, false)?;
-                    }
-                }
-                None => {
-                    // Query k against reference k: the first as many references.
-                    let paired = references.slice(0..queries.len());
-                    if mode == Mode::Paired {
-                        soft_dtw_pairs(queries, &paired, soft, options)?;
-                    } else {
-                        soft_dtw_pairs_gradient(queries, &paired, soft, options, false)?;
-                    }
-                }
-            },
-            _ => unreachable!("run() allows --paired only for Soft-DTW on generated data"),
-        }
-        Ok(start.elapsed())
-    };
-    let count = queries.len();
-    // A set against itself is timed whole: its pairs are not proportional
-    // to a slice of it.
-    let timed = if options.device == Device::Cpu && references.is_some() {
-        // The warm-up: one query, to size the sample.
-        let one = run(&queries.slice(0..1))?.as_secs_f64();
-        ((CPU_RUN_TARGET.as_secs_f64() / one) as usize).clamp(1, count)
-    } else {
-        run(&queries)?;
-        count
-    };
-    let sample = queries.slice(0..timed);
-    let mut seconds = Vec::with_capacity(repeats);
-    let start = Instant::now();
-    while seconds.len() < repeats && (seconds.is_empty() || start.elapsed() < REPEAT_BUDGET) {
-        seconds.push(run(&sample)?.as_secs_f64());
-    }
-    Ok(Timing {
-        seconds: median(&mut seconds) * count as f64 / timed as f64,
-        queries_timed: timed,
-    })
+    Ok(resolve_backend(device)?.is_gpu())
 }

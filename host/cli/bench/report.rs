@@ -1,12 +1,29 @@
-//! What `timewarp bench` reports: its rows, as a table or as JSON.
+//! What `timewarp bench` reports: its rows, as a table or as JSON; each
+//! GPU's share of a row; the one-time setup of the process.
 
 use super::super::{three_significant_digits, MetricKind};
-use timewarp::gpu;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use timewarp::gpu::{self, SetupKind, SetupStep};
 
 /// How long a case takes, and how many of its queries were timed.
 pub struct Timing {
     pub seconds: f64,
     pub queries_timed: usize,
+    /// The first call's time (the warm-up), on a GPU: it pays what later
+    /// calls do not, such as loading the kernel.
+    pub first_seconds: Option<f64>,
+}
+
+/// One GPU's part of a row's runs (warm-up and timed runs together).
+pub struct GpuShare {
+    /// `GPU 1 (NVIDIA H200)`.
+    pub name: String,
+    pub pairs: u64,
+    /// The time its worker spent computing them.
+    pub seconds: f64,
+    /// Its rate over that time, at the case's mean cells a pair.
+    pub gcups: f64,
 }
 
 /// What a case computes.
@@ -59,6 +76,10 @@ pub struct Row {
     pub band: Option<usize>,
     pub timing: Timing,
     pub speedup_vs_cpu: Option<f64>,
+    /// The batches were in page-locked memory (`--pinned-input`).
+    pub pinned_input: bool,
+    /// Each GPU's share of the work spread over GPUs; `None` on the CPU.
+    pub gpu_shares: Option<Vec<GpuShare>>,
 }
 
 impl Row {
@@ -79,7 +100,7 @@ pub fn median(values: &mut [f64]) -> f64 {
 
 /// One line of the table: its header, or a row.
 pub fn table_line(row: Option<&Row>) -> String {
-    let cells: [String; 11] = match row {
+    let cells: [String; 12] = match row {
         None => [
             "metric",
             "length",
@@ -92,6 +113,7 @@ pub fn table_line(row: Option<&Row>) -> String {
             "ms",
             "GCUPS",
             "speedup",
+            "first ms",
         ]
         .map(String::from),
         Some(row) => [
@@ -107,10 +129,13 @@ pub fn table_line(row: Option<&Row>) -> String {
             three_significant_digits(row.gcups()),
             row.speedup_vs_cpu
                 .map_or("-".into(), |s| format!("{s:.2}x")),
+            row.timing
+                .first_seconds
+                .map_or("-".into(), |s| three_significant_digits(s * 1e3)),
         ],
     };
     format!(
-        "{:<20} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:<8} {:>10} {:>9} {:>8}\n",
+        "{:<20} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:<8} {:>10} {:>9} {:>8} {:>9}\n",
         cells[0],
         cells[1],
         cells[2],
@@ -121,8 +146,80 @@ pub fn table_line(row: Option<&Row>) -> String {
         cells[7],
         cells[8],
         cells[9],
-        cells[10]
+        cells[10],
+        cells[11]
     )
+}
+
+/// Each GPU's share of a row, a line each, when several GPUs shared it.
+pub fn share_lines(row: &Row) -> String {
+    let Some(shares) = &row.gpu_shares else {
+        return String::new();
+    };
+    let total: u64 = shares.iter().map(|s| s.pairs).sum();
+    if shares.iter().filter(|s| s.pairs > 0).count() < 2 {
+        return String::new();
+    }
+    shares
+        .iter()
+        .map(|share| {
+            format!(
+                "#   {}: {} pairs ({:.1}%), {} s computing them, {} GCUPS\n",
+                share.name,
+                share.pairs,
+                100.0 * share.pairs as f64 / total as f64,
+                three_significant_digits(share.seconds),
+                three_significant_digits(share.gcups)
+            )
+        })
+        .collect()
+}
+
+/// The one-time work of the process, as `#` lines: the driver's start,
+/// then for each GPU its context, its kernels' module texts and loads
+/// (each kernel's load named), its streams and its pinned buffers.
+pub fn setup_lines(steps: &[SetupStep]) -> String {
+    if steps.is_empty() {
+        return String::new();
+    }
+    let ms = |time: Duration| three_significant_digits(time.as_secs_f64() * 1e3);
+    let mut lines =
+        "# one-time setup in this process (first calls pay it, later ones do not):\n".to_string();
+    let mut by_gpu: BTreeMap<Option<usize>, BTreeMap<SetupKind, Vec<&SetupStep>>> = BTreeMap::new();
+    for step in steps {
+        by_gpu
+            .entry(step.gpu)
+            .or_default()
+            .entry(step.kind)
+            .or_default()
+            .push(step);
+    }
+    for (gpu, kinds) in by_gpu {
+        let parts: Vec<String> = kinds
+            .into_iter()
+            .map(|(kind, steps)| {
+                let total: Duration = steps.iter().map(|s| s.time).sum();
+                let count = if steps.len() > 1 {
+                    format!(" in {}", steps.len())
+                } else {
+                    String::new()
+                };
+                let named = if kind == SetupKind::ModuleLoad {
+                    let each: Vec<String> = steps
+                        .iter()
+                        .map(|s| format!("{} {} ms", s.detail, ms(s.time)))
+                        .collect();
+                    format!(" ({})", each.join(", "))
+                } else {
+                    String::new()
+                };
+                format!("{} {} ms{count}{named}", kind.name(), ms(total))
+            })
+            .collect();
+        let whose = gpu.map_or("process".to_string(), |k| format!("GPU {k}"));
+        lines += &format!("#   {whose}: {}\n", parts.join("; "));
+    }
+    lines
 }
 
 /// The rows as a JSON array of objects; unmeasurable numbers are null. Each
@@ -148,10 +245,26 @@ pub fn json(rows: &[Row]) -> String {
     let objects: Vec<String> = rows
         .iter()
         .map(|row| {
+            let shares = row.gpu_shares.as_ref().map_or("null".into(), |shares| {
+                let each: Vec<String> = shares
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{{\"gpu\": {:?}, \"pairs\": {}, \"seconds\": {}, \"gcups\": {}}}",
+                            s.name,
+                            s.pairs,
+                            number(s.seconds),
+                            number(s.gcups)
+                        )
+                    })
+                    .collect();
+                format!("[{}]", each.join(", "))
+            });
             format!(
                 "  {{\"metric\": \"{}\", \"length\": {}, \"queries\": {}, \"count\": {}, \"cells\": {}, \
                  \"queries_timed\": {}, \"precision\": \"{}\", \"backend\": \"{}\", \"mode\": {}, \"seconds\": {}, \
-                 \"gcups\": {}, \"speedup_vs_cpu\": {}, {build}}}",
+                 \"gcups\": {}, \"speedup_vs_cpu\": {}, \"first_call_seconds\": {}, \"pinned_input\": {}, \
+                 \"gpu_shares\": {shares}, {build}}}",
                 label(row),
                 row.length,
                 row.queries,
@@ -164,8 +277,112 @@ pub fn json(rows: &[Row]) -> String {
                 number(row.timing.seconds),
                 number(row.gcups()),
                 row.speedup_vs_cpu.map_or("null".into(), number),
+                row.timing.first_seconds.map_or("null".into(), number),
+                row.pinned_input,
             )
         })
         .collect();
     format!("[\n{}\n]\n", objects.join(",\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(kind: SetupKind, gpu: Option<usize>, detail: &str, micros: u64) -> SetupStep {
+        SetupStep {
+            kind,
+            gpu,
+            detail: detail.into(),
+            time: Duration::from_micros(micros),
+        }
+    }
+
+    #[test]
+    fn setup_lines_group_by_gpu_and_name_each_module_load() {
+        assert_eq!(setup_lines(&[]), "");
+        let steps = [
+            step(SetupKind::Driver, None, "", 52_100),
+            step(SetupKind::Context, Some(0), "", 120_000),
+            step(SetupKind::ModuleText, Some(0), "twed_tiled4_f64", 20),
+            step(SetupKind::ModuleLoad, Some(0), "twed_tiled4_f64", 30_200),
+            step(SetupKind::ModuleLoad, Some(0), "dtw_warp16_1d_f32", 7_900),
+            step(SetupKind::Context, Some(1), "", 110_000),
+        ];
+        let lines = setup_lines(&steps);
+        let lines: Vec<&str> = lines.lines().collect();
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert!(lines[0].starts_with("# one-time setup"));
+        assert_eq!(lines[1], "#   process: driver start 52.1 ms");
+        assert_eq!(
+            lines[2],
+            "#   GPU 0: context 120 ms; module text 0.0200 ms; module load 38.1 ms in 2 \
+             (twed_tiled4_f64 30.2 ms, dtw_warp16_1d_f32 7.90 ms)"
+        );
+        assert_eq!(lines[3], "#   GPU 1: context 110 ms");
+    }
+
+    fn share(name: &str, pairs: u64, seconds: f64) -> GpuShare {
+        GpuShare {
+            name: name.into(),
+            pairs,
+            seconds,
+            gcups: pairs as f64 * 64.0 / seconds / 1e9,
+        }
+    }
+
+    fn row(gpu_shares: Option<Vec<GpuShare>>) -> Row {
+        Row {
+            metric: MetricKind::Dtw,
+            workload: Mode::Matrix,
+            length: 8,
+            queries: 20,
+            count: 20,
+            cells: 400.0 * 64.0,
+            precision: "f32",
+            backend: "gpu:warp".into(),
+            mode: Some("streamed"),
+            band: None,
+            timing: Timing {
+                seconds: 0.001,
+                queries_timed: 20,
+                first_seconds: Some(0.0125),
+            },
+            speedup_vs_cpu: None,
+            pinned_input: true,
+            gpu_shares,
+        }
+    }
+
+    #[test]
+    fn rows_give_their_first_call_and_each_gpu_s_share() {
+        let two = row(Some(vec![
+            share("GPU 0 (A)", 600, 0.002),
+            share("GPU 1 (B)", 200, 0.002),
+        ]));
+        let lines = share_lines(&two);
+        assert_eq!(lines.lines().count(), 2, "{lines}");
+        assert!(
+            lines.contains("#   GPU 0 (A): 600 pairs (75.0%), 0.00200 s"),
+            "{lines}"
+        );
+        assert!(lines.contains("GPU 1 (B): 200 pairs (25.0%)"), "{lines}");
+        // One GPU, or none (the CPU): no share lines.
+        assert_eq!(
+            share_lines(&row(Some(vec![share("GPU 0 (A)", 800, 0.002)]))),
+            ""
+        );
+        assert_eq!(share_lines(&row(None)), "");
+        assert!(table_line(Some(&two)).trim_end().ends_with(" 12.5"));
+        assert!(table_line(None).trim_end().ends_with("first ms"));
+        let json = json(&[two]);
+        for needle in [
+            "\"first_call_seconds\": 0.0125",
+            "\"pinned_input\": true",
+            "\"gpu_shares\": [{\"gpu\": \"GPU 0 (A)\", \"pairs\": 600, \"seconds\": 0.002",
+        ] {
+            assert!(json.contains(needle), "{json}");
+        }
+        assert!(super::json(&[row(None)]).contains("\"gpu_shares\": null"));
+    }
 }

@@ -14,6 +14,16 @@
 use crate::{Error, Result};
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What one worker computed in a [`spread`]: its blocks, and the time it
+/// spent computing them (from taking each to its results in place), so
+/// its throughput is its blocks' work over that time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Share {
+    pub blocks: Vec<usize>,
+    pub time: Duration,
+}
 
 /// `error` with the worker's `name` in front, if it is a device error (and
 /// does not name it already).
@@ -42,25 +52,31 @@ struct Queue {
 }
 
 /// Runs blocks `0..count` on `workers`, `run(worker, block)` computing one
-/// block (and putting its results where they go), and returns how many
-/// blocks each worker computed. One worker runs them all on the calling
-/// thread. Every block is computed exactly once by a worker that succeeded
-/// with it; when a call fails no block is left half-done without the error.
+/// block (and putting its results where they go), and returns each
+/// worker's [`Share`]. One worker runs them all on the calling thread.
+/// Every block is computed exactly once by a worker that succeeded with
+/// it, and counted in that worker's share alone (a block a failed worker
+/// handed back counts for the one that computed it); when a call fails no
+/// block is left half-done without the error.
 pub(crate) fn spread<W, F>(
     workers: &mut [W],
     count: usize,
     name: impl Fn(&W) -> String + Sync,
     run: F,
-) -> Result<Vec<usize>>
+) -> Result<Vec<Share>>
 where
     W: Send,
     F: Fn(&mut W, usize) -> Result<()> + Sync,
 {
     if let [worker] = workers {
+        let mut share = Share::default();
         for block in 0..count {
+            let start = Instant::now();
             run(worker, block).map_err(|e| named(e, &name(worker)))?;
+            share.time += start.elapsed();
+            share.blocks.push(block);
         }
-        return Ok(vec![count]);
+        return Ok(vec![share]);
     }
     if workers.is_empty() {
         return Err(Error::InvalidInput("no worker to compute on".into()));
@@ -104,14 +120,19 @@ where
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
     };
-    let work = |worker: &mut W| -> usize {
-        let mut done = 0;
+    let work = |worker: &mut W| -> Share {
+        let mut done = Share::default();
         while let Some(block) = take() {
+            let start = Instant::now();
             let result = run(worker, block);
+            let elapsed = start.elapsed();
             let mut state = lock();
             state.in_flight -= 1;
             match result {
-                Ok(()) => done += 1,
+                Ok(()) => {
+                    done.blocks.push(block);
+                    done.time += elapsed;
+                }
                 Err(Error::Gpu(message)) if state.alive > 1 => {
                     state.alive -= 1;
                     state.retry.push(block);
@@ -136,12 +157,12 @@ where
         }
         done
     };
-    let shares: Vec<usize> = on_threads(workers, work);
+    let shares: Vec<Share> = on_threads(workers, work);
     let state = queue.into_inner().unwrap_or_else(|p| p.into_inner());
     if let Some(error) = state.fatal {
         return Err(error);
     }
-    debug_assert_eq!(shares.iter().sum::<usize>(), count);
+    debug_assert_eq!(shares.iter().map(|s| s.blocks.len()).sum::<usize>(), count);
     Ok(shares)
 }
 
@@ -245,9 +266,9 @@ mod tests {
     }
 
     /// Runs `count` blocks, each writing its number times ten into its own
-    /// cell of one output; returns the output, each block's computations,
-    /// and the shares.
-    fn run(workers: &mut [Fake], count: usize) -> (Result<Vec<usize>>, Vec<usize>, Vec<usize>) {
+    /// cell of one output; returns the shares, the output and each block's
+    /// computations.
+    fn run(workers: &mut [Fake], count: usize) -> (Result<Vec<Share>>, Vec<usize>, Vec<usize>) {
         let out = Mutex::new(vec![0; count]);
         let computed: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
         let shares = spread(workers, count, name, |worker, block| {
@@ -270,12 +291,24 @@ mod tests {
         Error::Gpu("out of memory".into())
     }
 
+    /// How many blocks each share holds.
+    fn counts(shares: &[Share]) -> Vec<usize> {
+        shares.iter().map(|s| s.blocks.len()).collect()
+    }
+
+    /// Every block appears in exactly one share.
+    fn assert_partition(shares: &[Share], count: usize) {
+        let mut all: Vec<usize> = shares.iter().flat_map(|s| s.blocks.clone()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..count).collect::<Vec<_>>());
+    }
+
     #[test]
     fn every_block_once_and_in_its_place() {
         for workers in 1..=4 {
             let mut fakes: Vec<Fake> = (0..workers).map(|k| fake(k, 1)).collect();
             let (shares, out, counts) = run(&mut fakes, 37);
-            assert_eq!(shares.unwrap().iter().sum::<usize>(), 37);
+            assert_partition(&shares.unwrap(), 37);
             assert_eq!(out, (0..37).map(|b| b * 10).collect::<Vec<_>>());
             assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
         }
@@ -285,9 +318,35 @@ mod tests {
     fn a_slower_worker_takes_fewer_blocks() {
         let mut fakes = vec![fake(0, 1), fake(1, 8)];
         let (shares, _, counts) = run(&mut fakes, 60);
-        let shares = shares.unwrap();
+        let shares = counts_of(shares);
         assert!(shares[0] > 2 * shares[1], "{shares:?}");
         assert!(counts.iter().all(|&c| c == 1));
+    }
+
+    fn counts_of(shares: Result<Vec<Share>>) -> Vec<usize> {
+        counts(&shares.unwrap())
+    }
+
+    /// Each share's time is its blocks' time: at least their delays, and
+    /// not the time its worker waited or idled; so blocks over time is the
+    /// worker's own rate, a slow one's lower.
+    #[test]
+    fn each_share_times_its_own_blocks() {
+        let mut fakes = vec![fake(0, 2), fake(1, 10)];
+        let (shares, ..) = run(&mut fakes, 40);
+        let shares = shares.unwrap();
+        assert_partition(&shares, 40);
+        for (share, delay) in shares.iter().zip([2u32, 10]) {
+            let least = Duration::from_millis(delay.into()) * share.blocks.len() as u32;
+            assert!(share.time >= least, "{share:?}");
+        }
+        let rate = |s: &Share| s.blocks.len() as f64 / s.time.as_secs_f64();
+        assert!(rate(&shares[0]) > 2.0 * rate(&shares[1]), "{shares:?}");
+        // One worker: every block, in order, on the calling thread.
+        let mut one = vec![fake(0, 1)];
+        let share = &run(&mut one, 5).0.unwrap()[0];
+        assert_eq!(share.blocks, [0, 1, 2, 3, 4]);
+        assert!(share.time >= Duration::from_millis(5), "{share:?}");
     }
 
     #[test]
@@ -296,8 +355,9 @@ mod tests {
         fakes[1].fail_after = Some((2, out_of_memory));
         let (shares, out, counts) = run(&mut fakes, 40);
         let shares = shares.unwrap();
-        assert_eq!(shares[1], 2);
-        assert_eq!(shares.iter().sum::<usize>(), 40);
+        // The failed block counts for the worker that computed it.
+        assert_eq!(shares[1].blocks.len(), 2);
+        assert_partition(&shares, 40);
         assert_eq!(out, (0..40).map(|b| b * 10).collect::<Vec<_>>());
         assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
     }
@@ -329,7 +389,7 @@ mod tests {
     #[test]
     fn no_blocks_and_no_workers() {
         let mut fakes = vec![fake(0, 0), fake(1, 0)];
-        assert_eq!(run(&mut fakes, 0).0.unwrap(), [0, 0]);
+        assert_eq!(counts_of(run(&mut fakes, 0).0), [0, 0]);
         assert!(run(&mut [], 3).0.is_err());
     }
 
