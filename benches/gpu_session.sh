@@ -51,12 +51,15 @@ fi
 if want bench; then
   # Same number of cells (1.7e10) per case: 1024 x 1024 pairs of length 128
   # (the size of cuDTW++'s 2^20-series database) and 256 x 256 of length 512.
-  # The CPU column is sampled (see 'timed' / queries_timed).
+  # The CPU column is sampled (see 'timed' / queries_timed). The variants
+  # are those bench timed by default before it timed the library's choice
+  # alone (every one but the pair-by-pair ones), with the CPU beside them.
   for precision in f32 f64; do
     for size in "128 1024" "512 256"; do
       set -- $size
       echo "== bench $precision length $1 count $2"
-      $tw bench --device auto --lengths $1 --count $2 --precision $precision --json \
+      $tw bench --device auto --with-cpu --variant naive,warp,local,shared,stencil \
+        --lengths $1 --count $2 --precision $precision --json \
         | tee -a "$out/bench.jsonl" || status=$?
     done
   done

@@ -69,7 +69,8 @@ enum Command {
     /// Version, GPUs and kernels found, CPU threads
     #[command(after_help = info::EXAMPLES)]
     Info(info::Args),
-    /// Times every measure and backend on generated data
+    /// Times the measures where and how `distance` computes them (or with
+    /// the variants named), on generated data or a file's series
     #[command(after_help = bench::EXAMPLES)]
     Bench(bench::Args),
 }

@@ -207,3 +207,56 @@ fn multi_gpu_a_missing_ordinal_is_an_error() {
     let auto = ComputeOptions::on(Device::Auto).with_gpus(missing);
     assert!(distance_matrix(&a, None, Dtw::new().into(), &auto).is_err());
 }
+
+/// Each GPU's work (`Gpu::work`): a streamed matrix's pairs counted once
+/// over the GPUs that computed them, whatever the tiling (a batch against
+/// itself: its triangle), each with the time it spent; paired values on
+/// several GPUs too. Work on one GPU (the tiled kernel) is not spread and
+/// not counted.
+#[test]
+fn multi_gpu_work_counts_every_pair_once() {
+    let Some(_timed) = on_gpu("multi_gpu_work_counts_every_pair_once") else {
+        return;
+    };
+    let gpus = Gpu::select(GpuSet::all()).unwrap();
+    let work = || -> Vec<_> { gpus.iter().map(|g| g.work()).collect() };
+    let done = |before: &[timewarp::gpu::GpuWork]| -> (u64, Vec<f64>) {
+        let now = work();
+        let each: Vec<_> = now.iter().zip(before).map(|(n, b)| n.since(*b)).collect();
+        let seconds = each
+            .iter()
+            .filter(|w| w.pairs > 0)
+            .map(|w| w.time.as_secs_f64())
+            .collect();
+        (each.iter().map(|w| w.pairs).sum(), seconds)
+    };
+    let (a, b) = (batch(150, 1), batch(70, 2));
+    let metric = Dtw::new().into();
+    for budget in [None, SMALL] {
+        let options = on(GpuSet::all(), None, budget);
+        let before = work();
+        distance_matrix(&a, Some(&b), metric, &options).unwrap();
+        let (pairs, seconds) = done(&before);
+        assert_eq!(pairs, 150 * 70, "{budget:?}");
+        assert!(seconds.iter().all(|&s| s > 0.0), "{seconds:?}");
+        let before = work();
+        distance_matrix(&a, None, metric, &options).unwrap();
+        assert_eq!(done(&before).0, 150 * 151 / 2, "{budget:?}");
+    }
+    let soft = SoftDtw::new(0.5).unwrap();
+    let before = work();
+    soft_dtw_pairs(&a, &a, soft, &on(GpuSet::all(), None, None)).unwrap();
+    let counted = done(&before).0;
+    // Paired values spread only over several GPUs.
+    assert_eq!(counted, if gpus.len() > 1 { 150 } else { 0 });
+    let before = work();
+    let long = batch(1, 3);
+    distance_matrix(
+        &long,
+        None,
+        metric,
+        &on(GpuSet::all(), Some(Variant::Tiled), None),
+    )
+    .unwrap();
+    assert_eq!(done(&before).0, 0);
+}
