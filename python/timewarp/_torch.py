@@ -45,17 +45,11 @@ def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
     shapes = (tuple(x.shape), tuple(y.shape))
     length = _ext.soft_dtw_cuda_output_len(shapes[0], shapes[1], normalize, outputs)
     out = torch.empty(length, dtype=torch_dtype, device=x.device)
+    _check_finite(x, y)
     stream = torch.cuda.current_stream(x.device).cuda_stream
     arguments = (x.data_ptr(), shapes[0], y.data_ptr(), shapes[1], str(dtype), gamma, band)
-    try:
-        _ext.soft_dtw_pairs_cuda(*arguments, normalize, outputs, out.data_ptr(), stream)
-    except TimewarpError:
-        # The inputs are read on the GPU only; a non-finite result is
-        # explained here, where it costs nothing when all is well.
-        for name, batch in (("x", x), ("y", y)):
-            if not bool(torch.isfinite(batch).all()):
-                raise TimewarpError(f"invalid input: {name} holds NaN or infinite values") from None
-        raise
+    # Returns once the work is queued, torch's stream ordered after it.
+    _ext.soft_dtw_pairs_cuda(*arguments, normalize, outputs, out.data_ptr(), stream)
     pairs = x.shape[0]
     launches = 3 if normalize else 1
     values = out[:pairs]
@@ -76,6 +70,26 @@ def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
         if grad_y is not None:
             grad_y = grad_y - out[at + x_size : at + x_size + y_size].view(y.shape)
     return values, grad_x, grad_y
+
+
+def _check_finite(x: torch.Tensor, y: torch.Tensor) -> None:
+    """NaN or infinite samples raise before any work. One wait for the
+    stream, before the launch: the GPU's work then overlaps torch's
+    bookkeeping of the graph and the backward pass."""
+    finite = torch.isfinite(x).all() & torch.isfinite(y).all()
+    if not bool(finite):
+        for name, batch in (("x", x), ("y", y)):
+            if not bool(torch.isfinite(batch).all()):
+                raise TimewarpError(f"invalid input: {name} holds NaN or infinite values")
+
+
+def _check_values(values: torch.Tensor, dtype: np.dtype) -> None:
+    """Finite inputs whose Soft-DTW overflowed the precision (as inf)."""
+    if not bool(torch.isfinite(values).all()):
+        raise TimewarpError(
+            f"a Soft-DTW value overflowed {dtype.name}: the samples are too large"
+            " for this precision (scale them, or use float64)"
+        )
 
 
 def _contiguous(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -137,6 +151,12 @@ class _SoftDtwFunction(torch.autograd.Function):
             # The gradients in the inputs' own devices, dtypes and shapes
             # (on the CUDA path they already are).
             ctx.save_for_backward(_like(grad_x, x), None if grad_y is None else _like(grad_y, y))
+        if values.is_cuda and outputs != "values":
+            # Checked in the backward pass, after its launches: waiting
+            # here would keep the GPU's work from overlapping torch's.
+            ctx.values_to_check = (values.detach(), dtype)
+        elif values.is_cuda:
+            _check_values(values, dtype)
         return values if values.device == x.device else values.to(x.device)
 
     @staticmethod
@@ -146,6 +166,9 @@ class _SoftDtwFunction(torch.autograd.Function):
         scale = grad_output.view((-1,) + (1,) * (grad_x.dim() - 1))
         dx = grad_x * _like_dtype(scale, grad_x) if ctx.needs_input_grad[0] else None
         dy = grad_y * _like_dtype(scale, grad_y) if ctx.needs_input_grad[1] else None
+        checked = getattr(ctx, "values_to_check", None)
+        if checked is not None:
+            _check_values(*checked)
         return dx, dy, None, None, None, None, None, None
 
 

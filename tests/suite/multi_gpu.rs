@@ -10,8 +10,9 @@ use ndarray::Array2;
 use rand::Rng;
 use timewarp::gpu::{inject_gpu_fault, Gpu};
 use timewarp::{
-    distance_matrix, distance_matrix_resident, soft_dtw_pairs, upload, ComputeOptions, Device, Dtw,
-    Error, GpuSet, Metric, Placement, SeriesSet, SoftDtw, Twed, Variant,
+    distance_matrix, distance_matrix_resident, nearest_neighbours, soft_dtw_pairs, upload,
+    ComputeOptions, Device, Dtw, Error, GpuSet, Metric, Placement, SeriesSet, SoftDtw, Twed,
+    Variant,
 };
 
 /// `count` univariate series of 20 to 90 samples.
@@ -126,6 +127,44 @@ fn multi_gpu_resident_replicated_and_sharded_equal_gpu0() {
             gpus == 1 && error.to_string().contains("GPU 0 ("),
             "{error}"
         ),
+    }
+}
+
+#[test]
+fn multi_gpu_knn_sharded_equals_the_cpu() {
+    let Some(_timed) = on_gpu("multi_gpu_knn_sharded_equals_the_cpu") else {
+        return;
+    };
+    let (queries, database) = (batch(45, 5), batch(110, 6));
+    let k = 5;
+    for metric in metrics() {
+        // The reference: the CPU's whole matrix, each row sorted (ties by
+        // index).
+        let cpu = ComputeOptions::on(Device::Cpu);
+        let matrix = distance_matrix(&queries, Some(&database), metric, &cpu).unwrap();
+        for placement in [Placement::Replicate, Placement::Shard] {
+            let options = ComputeOptions {
+                placement,
+                ..on(GpuSet::all(), None, SMALL)
+            };
+            let resident = upload(&database, &options).unwrap();
+            let found = nearest_neighbours(&queries, &resident, k, metric, &options).unwrap();
+            for (q, row) in matrix.outer_iter().enumerate() {
+                let mut order: Vec<usize> = (0..row.len()).collect();
+                order.sort_by(|&i, &j| row[i].total_cmp(&row[j]).then(i.cmp(&j)));
+                let context = format!("{metric:?} {placement:?} query {q}");
+                assert_eq!(found.indices.row(q).to_vec(), order[..k], "{context}");
+                for (rank, &j) in order[..k].iter().enumerate() {
+                    // The GPU's cells round differently from the CPU's:
+                    // relative 1e-12 in f64 over at most 90 x 90 cells.
+                    let (got, want) = (found.distances[[q, rank]], row[j]);
+                    assert!(
+                        (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                        "{context}"
+                    );
+                }
+            }
+        }
     }
 }
 
