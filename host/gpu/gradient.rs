@@ -18,8 +18,10 @@ use super::context::{poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
 use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
-use super::plan::chunks;
+use super::multi::{armed_faults, enter};
 use super::plan::paired::{operands, GradientPlan, Shapes};
+use super::plan::spread::{named, spread};
+use super::plan::{chunks, count_ranges};
 use super::select::block_threads;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
@@ -27,6 +29,7 @@ use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, DevicePtr};
 use std::mem::size_of;
 use std::ops::Range;
+use std::sync::Mutex;
 use timewarp_kernels::drivers::stencil::GRADIENT_RINGS;
 use timewarp_kernels::launch::pairs::GradientBuffers;
 use timewarp_kernels::launch::Numbering;
@@ -328,4 +331,79 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
 /// for every pair).
 pub(crate) fn global_rings<T: Float>(gpu: &Gpu, shapes: &Shapes) -> Result<bool> {
     Ok(shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring()) > gpu.max_shared_bytes()?)
+}
+
+/// [`paired_gradient`] on every GPU of `gpus`: blocks of pairs handed out
+/// from one queue (a few per GPU), each block's values and gradients put
+/// in place, so the result is the one GPU's (a pair's gradient does not
+/// depend on its block). A GPU that fails is named; its blocks go to the
+/// others while any is left working (`plan::spread`).
+pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpus: &[&'static Gpu],
+    params: P,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    divergence: bool,
+    with_y: bool,
+    memory_budget: Option<usize>,
+) -> Result<PairedGradients<T>> {
+    let pairs = x.len();
+    if gpus.len() == 1 || pairs < 2 {
+        let gpu = gpus[0];
+        let mut fault_after = armed_faults(&gpus[..1])[0];
+        enter(gpu, &mut fault_after, 0).map_err(|e| named(e, &gpu.name()))?;
+        return paired_gradient(gpu, params, (x, y), divergence, with_y, memory_budget)
+            .map_err(|e| named(e, &gpu.name()));
+    }
+    let launches = if divergence { 3 } else { 1 };
+    let dims = x.dims();
+    let (x_offsets, y_offsets) = (x.parts().1, y.parts().1);
+    // The values of a range of pairs in a batch laid out like its values.
+    let samples = |offsets: &[u64], range: &Range<usize>| {
+        offsets[range.start] as usize * dims..offsets[range.end] as usize * dims
+    };
+    let zeros = |offsets: &[u64]| vec![T::ZERO; offsets[pairs] as usize * dims];
+    let whole = Mutex::new(PairedGradients {
+        values: vec![T::ZERO; launches * pairs],
+        grad_x: zeros(x_offsets),
+        grad_y: with_y.then(|| zeros(y_offsets)),
+        grad_xx: divergence.then(|| zeros(x_offsets)),
+        grad_yy: (divergence && with_y).then(|| zeros(y_offsets)),
+    });
+    let blocks = count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
+    let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
+    let mut done = vec![0; gpus.len()];
+    let done: Vec<_> = done.iter_mut().collect();
+    let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
+    spread(
+        &mut workers,
+        blocks.len(),
+        |((gpu, _), _)| gpu.name(),
+        |((gpu, fault_after), done), block| {
+            enter(gpu, fault_after, **done)?;
+            let range = blocks[block].clone();
+            let part = (&x.slice(range.clone()), &y.slice(range.clone()));
+            let got = paired_gradient(gpu, params, part, divergence, with_y, memory_budget)?;
+            let mut guard = whole.lock().unwrap_or_else(|p| p.into_inner());
+            let whole = &mut *guard;
+            for l in 0..launches {
+                whole.values[l * pairs + range.start..l * pairs + range.end]
+                    .copy_from_slice(&got.values[l * range.len()..(l + 1) * range.len()]);
+            }
+            let (in_x, in_y) = (samples(x_offsets, &range), samples(y_offsets, &range));
+            whole.grad_x[in_x.clone()].copy_from_slice(&got.grad_x);
+            let parts = [
+                (whole.grad_y.as_mut(), got.grad_y.as_ref(), in_y.clone()),
+                (whole.grad_xx.as_mut(), got.grad_xx.as_ref(), in_x),
+                (whole.grad_yy.as_mut(), got.grad_yy.as_ref(), in_y),
+            ];
+            for (into, from, at) in parts {
+                if let (Some(into), Some(from)) = (into, from) {
+                    into[at].copy_from_slice(from);
+                }
+            }
+            **done += 1;
+            Ok(())
+        },
+    )?;
+    Ok(whole.into_inner().unwrap_or_else(|p| p.into_inner()))
 }

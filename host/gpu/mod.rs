@@ -53,7 +53,7 @@ pub use select::local_max_len;
 
 pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
-pub(crate) use gradient::{paired_gradient, paired_gradient_resident};
+pub(crate) use gradient::{paired_gradient_resident, paired_gradient_spread};
 pub(crate) use layout::image_bytes as set_bytes;
 pub(crate) use matrix::matrix;
 pub(crate) use multi::budgets;

@@ -1,6 +1,6 @@
 //! Every GPU of the host: results on all of them equal GPU 0's alone bit
 //! for bit (streamed matrices, the triangle, resident sets replicated and
-//! sharded, paired Soft-DTW), and a GPU that fails mid-run is named or its
+//! sharded, paired Soft-DTW values and gradients, k-NN), and a GPU that fails mid-run is named or its
 //! blocks retried on the others. These run on however many GPUs there are,
 //! one included (the same code with one worker); the scheduling itself is
 //! unit-tested with fake workers (`host/gpu/plan/spread.rs`).
@@ -10,9 +10,9 @@ use ndarray::Array2;
 use rand::Rng;
 use timewarp::gpu::{inject_gpu_fault, Gpu};
 use timewarp::{
-    distance_matrix, distance_matrix_resident, nearest_neighbours, soft_dtw_pairs, upload,
-    ComputeOptions, Device, Dtw, Error, GpuSet, Metric, Placement, SeriesSet, SoftDtw, Twed,
-    Variant,
+    distance_matrix, distance_matrix_resident, nearest_neighbours, soft_dtw_pairs,
+    soft_dtw_pairs_gradient, upload, ComputeOptions, Device, Dtw, Error, GpuSet, Metric, Placement,
+    SeriesSet, SoftDtw, Twed, Variant,
 };
 
 /// `count` univariate series of 20 to 90 samples.
@@ -182,6 +182,18 @@ fn multi_gpu_paired_soft_dtw_equals_gpu0() {
             let one = soft_dtw_pairs(&x, &y, soft, &on(gpu0(), variant, None)).unwrap();
             let all = soft_dtw_pairs(&x, &y, soft, &on(GpuSet::all(), variant, None)).unwrap();
             assert_eq!(all, one, "{soft:?} {variant:?}");
+        }
+        // Gradients, with respect to x alone and to both, in many chunks
+        // too (a budget of a few pairs' cost matrices).
+        for (with_y, budget) in [(false, None), (true, None), (true, Some(256 << 10))] {
+            let one = soft_dtw_pairs_gradient(&x, &y, soft, &on(gpu0(), None, budget), with_y);
+            let all =
+                soft_dtw_pairs_gradient(&x, &y, soft, &on(GpuSet::all(), None, budget), with_y);
+            assert_eq!(
+                all.unwrap(),
+                one.unwrap(),
+                "{soft:?} gradient {with_y} {budget:?}"
+            );
         }
     }
 }
