@@ -5,7 +5,8 @@ Usage: ptx_diff.py OLD.ptx NEW.ptx [--show NAME]
 
 Each entry point (and each `.func` helper) is normalised before comparing:
 its own name in parameter names, LLVM's per-function label numbers
-(`$L__BB<function>_<block>`) and mangled helper names (`_ZN...E`, whose
+(`$L__BB<function>_<block>`), the module-wide numbers of call sequences
+and local depots (`callseq N`, `__local_depotN`) and mangled helper names (`_ZN...E`, whose
 paths and hashes change when code moves between modules) are replaced by
 neutral tokens. So two entries compare equal when their instructions,
 registers and control flow are the same, whatever module the code lives in.
@@ -20,6 +21,10 @@ import difflib
 # paths and crate hashes change when code moves.
 MANGLED = re.compile(r"_ZN[0-9A-Za-z_$.]+?E\b|_R[0-9A-Za-z_]+")
 LABEL = re.compile(r"\$L__BB\d+_(\d+)")
+# Call sequences and local-memory depots are numbered across the whole
+# module: a kernel added before renumbers those of every one after it.
+CALLSEQ = re.compile(r"callseq \d+")
+DEPOT = re.compile(r"__local_depot\d+")
 
 
 def functions(text):
@@ -46,6 +51,8 @@ def functions(text):
 def normalise(name, body):
     body = body.replace(name, "ENTRY")
     body = LABEL.sub(r"BB_\1", body)
+    body = CALLSEQ.sub("callseq N", body)
+    body = DEPOT.sub("__local_depot", body)
     symbols = {}
     def rename(match):
         return symbols.setdefault(match.group(0), f"HELPER{len(symbols)}")

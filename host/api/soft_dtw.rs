@@ -97,8 +97,8 @@ fn divergence_batches<T: Float>(
 /// checked).
 enum Paired<'a, T> {
     Cpu(&'a SeriesSet<T>, &'a SeriesSet<T>),
-    /// Host batches, uploaded for the call.
-    Gpu(&'static Gpu, &'a SeriesSet<T>, &'a SeriesSet<T>),
+    /// Host batches, uploaded for the call to the GPUs of the options.
+    Gpu(&'a SeriesSet<T>, &'a SeriesSet<T>),
     /// Resident sets, read where they are.
     Resident(&'static Gpu, &'a DeviceSeriesSet<T>, &'a DeviceSeriesSet<T>),
 }
@@ -108,7 +108,7 @@ impl<'a, T: Float> Paired<'a, T> {
     fn host(x: &'a SeriesSet<T>, y: &'a SeriesSet<T>, options: &ComputeOptions) -> Result<Self> {
         Ok(match Backend::resolve_on(options.device, options.gpus)? {
             Backend::Cpu => Paired::Cpu(x, y),
-            Backend::Gpu(gpu) => Paired::Gpu(gpu, x, y),
+            Backend::Gpu(_) => Paired::Gpu(x, y),
         })
     }
 
@@ -150,7 +150,7 @@ impl<'a, T: Float> Paired<'a, T> {
     /// The sample offsets of `x` and `y`, and the dims.
     fn layout(&self) -> (&'a [u64], &'a [u64], usize) {
         match *self {
-            Paired::Cpu(x, y) | Paired::Gpu(_, x, y) => (x.parts().1, y.parts().1, x.dims()),
+            Paired::Cpu(x, y) | Paired::Gpu(x, y) => (x.parts().1, y.parts().1, x.dims()),
             Paired::Resident(_, x, y) => (x.offsets(), y.offsets(), x.dims()),
         }
     }
@@ -171,7 +171,7 @@ impl<'a, T: Float> Paired<'a, T> {
                 cpu::paired(&a, &b, &params)
             }
             Paired::Cpu(x, y) => cpu::paired(x, y, &params),
-            Paired::Gpu(_, x, y) => {
+            Paired::Gpu(x, y) => {
                 let gpus = Gpu::select(options.gpus)?;
                 gpu::paired_values_spread(&gpus, variant, params, (x, y), divergence, budget)?
             }
@@ -197,8 +197,9 @@ impl<'a, T: Float> Paired<'a, T> {
         let running = interrupt::Running::start();
         let result = match *self {
             Paired::Cpu(x, y) => cpu_gradients(x, y, params, divergence, with_y)?,
-            Paired::Gpu(gpu, x, y) => {
-                gpu::paired_gradient(gpu, params, (x, y), divergence, with_y, budget)?
+            Paired::Gpu(x, y) => {
+                let gpus = Gpu::select(options.gpus)?;
+                gpu::paired_gradient_spread(&gpus, params, (x, y), divergence, with_y, budget)?
             }
             Paired::Resident(gpu, x, y) => {
                 gpu::paired_gradient_resident(gpu, params, (x, y), divergence, with_y, budget)?

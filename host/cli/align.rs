@@ -27,9 +27,11 @@ Examples:
 Output: DTW writes the path's cells, `i,j` (0-based sample indices, from 0,0 to
 the last samples); TWED its steps, `step,i,j,cost` (match, delete-x or delete-y,
 the cell the step reaches, its cost); Soft-DTW the n x m expected alignment.
-The value is printed on stderr. Paths are computed on the CPU, in memory linear
-in the lengths for long DTW pairs. Plots show the first dimension of each
-series, up to 5000 samples, and the matrix beside it up to 400 x 400.";
+The value is printed on stderr. With a GPU (--device gpu, or auto when there is
+one), Soft-DTW's matrix is computed on it, and so are the passes of long
+unbanded DTW paths, which take memory linear in the lengths; the rest runs on
+the CPU. Plots show the first dimension of each series, up to 5000 samples,
+and the matrix beside it up to 400 x 400.";
 
 /// Samples of a series beyond which `--plot` is refused.
 const MAX_PLOT_SAMPLES: usize = 5000;
@@ -191,6 +193,8 @@ fn compute<T: Float>(
         }
         Metric::SoftDtw(soft) => {
             let (matrix, value) = soft_dtw_alignment(x, y, soft, options)?;
+            // It runs where the device resolves.
+            let on_gpu = timewarp::Backend::resolve_on(options.device, options.gpus)?.is_gpu();
             // Cells that carry a visible share of the alignments.
             let links = matrix
                 .indexed_iter()
@@ -205,7 +209,7 @@ fn compute<T: Float>(
                 links,
                 deleted: (Vec::new(), Vec::new()),
                 path: Vec::new(),
-                on_gpu: false,
+                on_gpu,
             }
         }
     })

@@ -1,11 +1,13 @@
 //! `timewarp knn`: k-nearest-neighbour classification and its accuracy.
 
 use super::plot::{self, HeatMap, PlotArgs, MAX_HEATMAP_SIDE};
-use super::{compute_resident_matrix, print, ComputeArgs, Failure, Input, MetricArgs, VariantArg};
+use super::{
+    compute_resident_neighbours, print, ComputeArgs, Failure, Input, MetricArgs, VariantArg,
+};
 use ndarray::{Array2, ArrayView1};
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::path::PathBuf;
-use timewarp::{Float, Precision};
+use timewarp::Precision;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -69,17 +71,19 @@ pub fn run(args: Args) -> Result<(), Failure> {
         )));
     }
     let backend = args.compute.backend()?;
-    // Rows: test series; columns: training series, kept resident while the
-    // test series stream against them. f32 widens exactly.
-    let distances: Array2<f64> = match args.compute.precision {
+    // The training series kept resident while the test series stream
+    // against them; only each test series' k nearest come back.
+    let nearest = match args.compute.precision {
         Precision::F32 => {
-            compute_resident_matrix::<f32>(&test, &train, metric, backend, variant)?.mapv(f64::from)
+            compute_resident_neighbours::<f32>(&test, &train, args.k, metric, backend, variant)?
         }
-        Precision::F64 => compute_resident_matrix::<f64>(&test, &train, metric, backend, variant)?,
+        Precision::F64 => {
+            compute_resident_neighbours::<f64>(&test, &train, args.k, metric, backend, variant)?
+        }
     };
-    let predicted: Vec<&str> = distances
+    let predicted: Vec<&str> = nearest
         .outer_iter()
-        .map(|row| classify(row, train_labels, args.k))
+        .map(|ranked| vote(ranked, train_labels))
         .collect();
     let wrong = predicted
         .iter()
@@ -125,22 +129,13 @@ fn classes(train: &[String], test: &[String]) -> Vec<String> {
     groups.into_iter().map(|(name, _)| name).collect()
 }
 
-/// The class of a test series from its distances to the training series:
-/// the majority among the `k` nearest, ties as the help describes.
-fn classify<'a, T: Float>(distances: ArrayView1<T>, labels: &'a [String], k: usize) -> &'a str {
-    let by_rank = |&i: &usize, &j: &usize| -> Ordering {
-        distances[i]
-            .to_f64()
-            .total_cmp(&distances[j].to_f64())
-            .then(i.cmp(&j))
-    };
-    let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.select_nth_unstable_by(k - 1, by_rank);
-    let nearest = &mut order[..k];
-    nearest.sort_unstable_by(by_rank);
+/// The class of a test series from its nearest training series (indices,
+/// nearest first, ties already ranked by index): the majority, a tie
+/// between classes to the class whose best-ranked member is nearest.
+fn vote<'a>(ranked: ArrayView1<usize>, labels: &'a [String]) -> &'a str {
     // Votes per class, classes in the order of their best-ranked member.
     let mut votes: Vec<(&str, usize)> = Vec::new();
-    for &i in nearest.iter() {
+    for &i in ranked.iter() {
         match votes.iter_mut().find(|(label, _)| *label == labels[i]) {
             Some((_, count)) => *count += 1,
             None => votes.push((&labels[i], 1)),
@@ -163,31 +158,15 @@ mod tests {
     }
 
     #[test]
-    fn nearest_neighbour_and_index_ties() {
-        let train = labels(&["a", "b", "c"]);
-        assert_eq!(classify(array![3.0, 1.0, 2.0].view(), &train, 1), "b");
-        // Equal distances: the lower training index.
-        assert_eq!(classify(array![2.0, 1.0, 1.0].view(), &train, 1), "b");
-        assert_eq!(classify(array![1.0f32, 1.0, 1.0].view(), &train, 1), "a");
-    }
-
-    #[test]
     fn majority_vote_and_class_ties() {
         let train = labels(&["x", "y", "y", "x", "z"]);
-        // Nearest three: x (0.1), y (0.2), y (0.3): y has the majority.
-        assert_eq!(
-            classify(array![0.1, 0.2, 0.3, 0.9, 0.8].view(), &train, 3),
-            "y"
-        );
+        // The nearest alone decides for k = 1.
+        assert_eq!(vote(array![2].view(), &train), "y");
+        // Nearest three: x, y, y: y has the majority.
+        assert_eq!(vote(array![0, 1, 2].view(), &train), "y");
         // Nearest four: x, y, y, x: a tie, and x's best member is nearest.
-        assert_eq!(
-            classify(array![0.1, 0.2, 0.3, 0.4, 0.8].view(), &train, 4),
-            "x"
-        );
-        // All five: x 2, y 2, z 1; y's best member (0.05) is nearest.
-        assert_eq!(
-            classify(array![0.1, 0.05, 0.3, 0.4, 0.0].view(), &train, 5),
-            "y"
-        );
+        assert_eq!(vote(array![0, 1, 2, 3].view(), &train), "x");
+        // All five, y ranked first: x 2, y 2, z 1: y wins the tie.
+        assert_eq!(vote(array![1, 4, 0, 3, 2].view(), &train), "y");
     }
 }

@@ -6,8 +6,8 @@ use super::{options_for, set_fraction_done, work_bar, Target};
 use ndarray::{s, Array2};
 use std::ops::Range;
 use timewarp::{
-    distance_matrix, distance_matrix_resident, ComputeOptions, Float, Metric, ResidentSet, Result,
-    SeriesSet, Variant,
+    distance_matrix, nearest_neighbours, ComputeOptions, Float, Metric, Neighbours, ResidentSet,
+    Result, SeriesSet, Variant,
 };
 
 /// Cells (sample pairs) worth a progress bar: about a second of work.
@@ -45,16 +45,17 @@ pub fn compute<T: Float>(
     matrix
 }
 
-/// The matrix of `queries` (rows) against the resident `database`, on
+/// The `k` nearest series of the resident `database` to each query, on
 /// `target` (where the database lives); a long run watched on stderr in
 /// row blocks that advance a progress bar.
-pub fn compute_resident<T: Float>(
+pub fn compute_neighbours<T: Float>(
     queries: &SeriesSet<T>,
     database: &ResidentSet<T>,
+    k: usize,
     metric: Metric,
     target: Target,
     variant: Option<Variant>,
-) -> Result<Array2<T>> {
+) -> Result<Neighbours<T>> {
     let options = ComputeOptions {
         gpu_variant: variant,
         ..options_for(target)
@@ -62,18 +63,26 @@ pub fn compute_resident<T: Float>(
     let bar = work_bar();
     let cells = queries.total_samples() as f64 * database.total_samples() as f64;
     if bar.is_hidden() || cells < long_run(target) {
-        return distance_matrix_resident(queries, database, metric, &options);
+        return nearest_neighbours(queries, database, k, metric, &options);
     }
     let blocks = row_blocks(queries.len(), queries.len().div_ceil(BLOCKS));
-    let mut out = Array2::from_elem((queries.len(), database.len()), T::ZERO);
-    for (k, rows) in blocks.iter().enumerate() {
+    let mut all = Neighbours {
+        indices: Array2::zeros((queries.len(), k)),
+        distances: Array2::from_elem((queries.len(), k), T::ZERO),
+    };
+    for (b, rows) in blocks.iter().enumerate() {
         let block = queries.slice(rows.clone());
-        let values = distance_matrix_resident(&block, database, metric, &options)?;
-        out.slice_mut(s![rows.clone(), ..]).assign(&values);
-        set_fraction_done(&bar, (k + 1) as f64 / blocks.len() as f64);
+        let found = nearest_neighbours(&block, database, k, metric, &options)?;
+        all.indices
+            .slice_mut(s![rows.clone(), ..])
+            .assign(&found.indices);
+        all.distances
+            .slice_mut(s![rows.clone(), ..])
+            .assign(&found.distances);
+        set_fraction_done(&bar, (b + 1) as f64 / blocks.len() as f64);
     }
     bar.finish_and_clear();
-    Ok(out)
+    Ok(all)
 }
 
 /// Cells worth a progress bar on `backend`.

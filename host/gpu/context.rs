@@ -85,7 +85,8 @@ pub fn this_thread_busy_time() -> Duration {
 }
 
 /// The pairs a GPU computed in the work spread over GPUs (the pair
-/// kernels' distance matrices, paired Soft-DTW values on several GPUs),
+/// kernels' distance matrices; paired Soft-DTW values and gradients on
+/// several GPUs, each launch of a divergence's pair counted),
 /// and the time its worker spent computing them: with several GPUs, each
 /// one's share of a computation and its rate ([`Gpu::work`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

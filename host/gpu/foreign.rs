@@ -51,8 +51,10 @@ pub(crate) fn output_len(
 
 /// Series `k` of `x` against series `k` of `y`, written to the buffer at
 /// `out` (laid out as `GradientPlan` says, or the values alone), after
-/// the work queued on the caller's stream `wait_for`. Returns the values
-/// (copied back, for the caller's checks) once everything is written.
+/// the work queued on the caller's stream `wait_for`. Returns once the
+/// work is queued, with `wait_for` ordered after it (without a stream of
+/// the caller's, once it is done): the caller's next work on that stream
+/// sees the results, and the caller's CPU work overlaps the GPU's.
 ///
 /// # Safety
 /// `x`, `y` and `out` address device memory of the GPU's context (the
@@ -70,7 +72,7 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
     out: u64,
     wait_for: Option<sys::CUstream>,
     memory_budget: Option<usize>,
-) -> Result<Vec<T>> {
+) -> Result<()> {
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     if let Some(stream) = wait_for {
         let event = gpu.context.new_event(None).map_err(gpu_error)?;
@@ -110,17 +112,29 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
                 )?;
             }
         }
-        // The values back for the caller's checks; the copy waits for the
-        // launches, and so does the return (the offsets are freed next).
-        let count = shapes.launches() * shapes.pairs();
-        let mut values = vec![T::ZERO; count];
-        // SAFETY: `out` begins with `count` values, written by the launches
-        // queued before on this stream.
-        unsafe { driver::memcpy_dtoh_async(&mut values[..], out, gpu.stream.cu_stream()) }
-            .map_err(gpu_error)?;
-        gpu.stream.synchronize().map_err(gpu_error)?;
-        Ok(values)
+        finish_after(gpu, wait_for)
     })();
     gpu.settle(result.is_err());
     result
+}
+
+/// Orders the caller's stream after the work queued on the GPU's stream
+/// (an event, no waiting on the host), or waits for that work when there
+/// is no stream of the caller's. What the launches allocated is freed in
+/// the stream's order, after them.
+fn finish_after(gpu: &Gpu, wait_for: Option<sys::CUstream>) -> Result<()> {
+    let Some(stream) = wait_for else {
+        return gpu.stream.synchronize().map_err(gpu_error);
+    };
+    let done = gpu.stream.record_event(None).map_err(gpu_error)?;
+    // SAFETY: the caller vouches for the stream; the event is ours, and
+    // destroying it once waited on is allowed before it completes.
+    unsafe {
+        driver::stream::wait_event(
+            stream,
+            done.cu_event(),
+            sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+        )
+    }
+    .map_err(gpu_error)
 }

@@ -1,7 +1,9 @@
 //! The Soft-DTW gradient of paired batches on the GPU: per pair the
 //! stencil driver's forward pass storing the cost matrix, then its backward
 //! pass, a block a pair (`gradient` kernels), from host batches or resident
-//! sets.
+//! sets. And the expected alignment of one pair ([`pair_alignment`]): the
+//! same passes writing the derivative with respect to every cell
+//! (`alignment` kernels).
 //!
 //! Device memory besides the batches: per pair its whole cost matrix
 //! (`n * m` values, diagonal-major) and the gradients, laid out like the
@@ -14,20 +16,24 @@
 //! the rings move to global memory (slower, but any length whose cost
 //! matrix fits the device).
 
-use super::context::{poison_bytes, Gpu, KernelParams};
+use super::context::{poison, poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
 use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
-use super::plan::chunks;
+use super::multi::{armed_faults, enter};
 use super::plan::paired::{operands, GradientPlan, Shapes};
+use super::plan::spread::{named, spread};
+use super::plan::{chunks, count_ranges};
 use super::select::block_threads;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, DevicePtr};
+use ndarray::Array2;
 use std::mem::size_of;
 use std::ops::Range;
-use timewarp_kernels::drivers::stencil::GRADIENT_RINGS;
+use std::sync::Mutex;
+use timewarp_kernels::drivers::stencil::{ring_len, GRADIENT_RINGS};
 use timewarp_kernels::launch::pairs::GradientBuffers;
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Differentiable, Driver, KernelId};
@@ -308,6 +314,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
                 } else {
                     std::ptr::null_mut()
                 },
+                alignment: std::ptr::null_mut(),
             };
             // SAFETY: the batches are on the device and outlive the
             // launch (the copy below waits for it); the store holds
@@ -328,4 +335,173 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
 /// for every pair).
 pub(crate) fn global_rings<T: Float>(gpu: &Gpu, shapes: &Shapes) -> Result<bool> {
     Ok(shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring()) > gpu.max_shared_bytes()?)
+}
+
+/// [`paired_gradient`] on every GPU of `gpus`: blocks of pairs handed out
+/// from one queue (a few per GPU), each block's values and gradients put
+/// in place, so the result is the one GPU's (a pair's gradient does not
+/// depend on its block). A GPU that fails is named; its blocks go to the
+/// others while any is left working (`plan::spread`).
+pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpus: &[&'static Gpu],
+    params: P,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    divergence: bool,
+    with_y: bool,
+    memory_budget: Option<usize>,
+) -> Result<PairedGradients<T>> {
+    let pairs = x.len();
+    if gpus.len() == 1 || pairs < 2 {
+        let gpu = gpus[0];
+        let mut fault_after = armed_faults(&gpus[..1])[0];
+        enter(gpu, &mut fault_after, 0).map_err(|e| named(e, &gpu.name()))?;
+        return paired_gradient(gpu, params, (x, y), divergence, with_y, memory_budget)
+            .map_err(|e| named(e, &gpu.name()));
+    }
+    let launches = if divergence { 3 } else { 1 };
+    let dims = x.dims();
+    let (x_offsets, y_offsets) = (x.parts().1, y.parts().1);
+    // The values of a range of pairs in a batch laid out like its values.
+    let samples = |offsets: &[u64], range: &Range<usize>| {
+        offsets[range.start] as usize * dims..offsets[range.end] as usize * dims
+    };
+    let zeros = |offsets: &[u64]| vec![T::ZERO; offsets[pairs] as usize * dims];
+    let whole = Mutex::new(PairedGradients {
+        values: vec![T::ZERO; launches * pairs],
+        grad_x: zeros(x_offsets),
+        grad_y: with_y.then(|| zeros(y_offsets)),
+        grad_xx: divergence.then(|| zeros(x_offsets)),
+        grad_yy: (divergence && with_y).then(|| zeros(y_offsets)),
+    });
+    let blocks = count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
+    let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
+    let mut done = vec![0; gpus.len()];
+    let done: Vec<_> = done.iter_mut().collect();
+    let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
+    let shares = spread(
+        &mut workers,
+        blocks.len(),
+        |((gpu, _), _)| gpu.name(),
+        |((gpu, fault_after), done), block| {
+            enter(gpu, fault_after, **done)?;
+            let range = blocks[block].clone();
+            let part = (&x.slice(range.clone()), &y.slice(range.clone()));
+            let got = paired_gradient(gpu, params, part, divergence, with_y, memory_budget)?;
+            let mut guard = whole.lock().unwrap_or_else(|p| p.into_inner());
+            let whole = &mut *guard;
+            for l in 0..launches {
+                whole.values[l * pairs + range.start..l * pairs + range.end]
+                    .copy_from_slice(&got.values[l * range.len()..(l + 1) * range.len()]);
+            }
+            let (in_x, in_y) = (samples(x_offsets, &range), samples(y_offsets, &range));
+            whole.grad_x[in_x.clone()].copy_from_slice(&got.grad_x);
+            let parts = [
+                (whole.grad_y.as_mut(), got.grad_y.as_ref(), in_y.clone()),
+                (whole.grad_xx.as_mut(), got.grad_xx.as_ref(), in_x),
+                (whole.grad_yy.as_mut(), got.grad_yy.as_ref(), in_y),
+            ];
+            for (into, from, at) in parts {
+                if let (Some(into), Some(from)) = (into, from) {
+                    into[at].copy_from_slice(from);
+                }
+            }
+            **done += 1;
+            Ok(())
+        },
+    )?;
+    for (gpu, share) in gpus.iter().zip(shares) {
+        let pairs: usize = share.blocks.iter().map(|&b| blocks[b].len()).sum();
+        gpu.add_work((pairs * launches) as u64, share.time);
+    }
+    Ok(whole.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// The derivative of the value of the pair `x` against `y` (one series
+/// each, equal dims, checked by the caller) with respect to every cell,
+/// `n x m`, 0 outside the window (Soft-DTW's expected alignment), and the
+/// value: the `alignment` kernel, one block, the gradient's passes writing
+/// each cell's derivative instead of the samples' gradient.
+///
+/// Device memory: both series, the stored cost matrix and the alignment
+/// (`n * m` values each), and the rings when they do not fit shared
+/// memory; an error, before anything is allocated, if that exceeds the
+/// budget (`memory_budget`, or 3/4 of the free memory).
+pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpu: &Gpu,
+    params: P,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    memory_budget: Option<usize>,
+) -> Result<(Array2<T>, T)> {
+    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    let (n, m) = (x.series_len(0), y.series_len(0));
+    let cells = n * m;
+    let ring = ring_len(n, m);
+    let ring_bytes = shared_bytes::<T>(GRADIENT_RINGS, ring);
+    let global_rings = ring_bytes > gpu.max_shared_bytes()?;
+    let needed = image_bytes(x, 0..1)
+        + image_bytes(y, 0..1)
+        + UPLOAD_SLACK
+        + (2 * cells + 1) * size_of::<T>()
+        + size_of::<u64>()
+        + if global_rings { ring_bytes } else { 0 };
+    if needed > budget {
+        return Err(Error::Gpu(format!(
+            "the expected alignment of a {n} x {m} pair needs {} MiB of device memory, over \
+             the {} MiB available",
+            needed.div_ceil(1 << 20),
+            budget >> 20
+        )));
+    }
+    let uploaded = upload_ranges(gpu, &[x, y], 0..1)?;
+    let (a, b) = (uploaded.batch(0, x), uploaded.batch(1, y));
+    let stream = &gpu.stream;
+    let result = (|| {
+        // Zeroed: the kernel writes the cells of the window only.
+        let alignment = stream.alloc_zeros::<T>(cells).map_err(gpu_error)?;
+        // SAFETY: uninitialised, as in `gradient_into`: the forward pass
+        // writes every cell of the store before the backward pass reads
+        // it, and each anti-diagonal of the rings before the next reads it.
+        let ring_values = if global_rings {
+            GRADIENT_RINGS * ring
+        } else {
+            0
+        };
+        let workspace = unsafe { stream.alloc::<T>(cells + ring_values) }.map_err(gpu_error)?;
+        let mut value = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+        let value_at = poison(stream, &mut value)?;
+        let store_offsets = stream.clone_htod(&[0u64]).map_err(gpu_error)?;
+        let store = workspace.device_ptr(stream).0;
+        let id = KernelId::new(P::MEASURE, Driver::Alignment, false, T::PRECISION);
+        let shared = if global_rings { 0 } else { ring_bytes };
+        let (function, limit) = gpu.function_with_shared(id, shared)?;
+        let threads = block_threads(ring, limit);
+        let pair = (a.view(0..1), b.view(0..1));
+        let mut launch = stencil_launch(pair, params, Numbering::Paired, 1, ring);
+        launch.pairs.out = value_at as *mut T;
+        launch.gradient = GradientBuffers {
+            store: store as *mut T,
+            store_offsets: store_offsets.device_ptr(stream).0 as *const u64,
+            grad_a: std::ptr::null_mut(),
+            grad_b: std::ptr::null_mut(),
+            rings: if global_rings {
+                (store + (cells * size_of::<T>()) as u64) as *mut T
+            } else {
+                std::ptr::null_mut()
+            },
+            alignment: alignment.device_ptr(stream).0 as *mut T,
+        };
+        // SAFETY: the pair is on the device and outlives the launch (the
+        // copies below wait for it); the store and the alignment hold its
+        // n x m cells at offset 0, the alignment zeroed; `out` one value;
+        // the six rings of `ring` values are after the store or in the
+        // `shared` bytes the kernel was allowed.
+        unsafe { gpu.launch_blocks(&function, (1, threads), shared, launch) }?;
+        let alignment = stream.clone_dtoh(&alignment).map_err(gpu_error)?;
+        let value = stream.clone_dtoh(&value).map_err(gpu_error)?[0];
+        let alignment = Array2::from_shape_vec((n, m), alignment).expect("n x m cells");
+        Ok((alignment, value))
+    })();
+    // The pair's image is freed next: no kernel may still read it.
+    gpu.settle(result.is_err());
+    result
 }

@@ -16,7 +16,8 @@
 //! pipeline         the streamed tile pipeline of the pair kernels
 //! multi            a call's blocks spread over several GPUs (plan::spread)
 //! pairs · stencil · long_pair · antidiagonal · paired · gradient
-//!                  the launchers, one file for what each runs
+//!                  the launchers, one file for what each runs (gradient:
+//!                  also Soft-DTW's expected alignment of a pair)
 //! page_locked      batches in page-locked host memory
 //! foreign          paired Soft-DTW over the caller's device memory
 //! path             last columns of a long pair's sub-pairs (alignment paths)
@@ -62,7 +63,7 @@ pub use setup::{setup_steps, SetupKind, SetupStep};
 
 pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
-pub(crate) use gradient::{paired_gradient, paired_gradient_resident};
+pub(crate) use gradient::{pair_alignment, paired_gradient_resident, paired_gradient_spread};
 pub(crate) use layout::image_bytes as set_bytes;
 pub(crate) use matrix::matrix;
 pub(crate) use multi::budgets;

@@ -12,8 +12,8 @@
 //! `naive`, `local<capacity>`, `shared`, `warp<stripe>` (a whole warp),
 //! `warp<lanes>x<stripe>` (a sub-warp), `sheared<stripe>` and
 //! `sheared<lanes>x<stripe>` (the same shapes), `tiled<stripe>`,
-//! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil` or
-//! `gradient`, and `_1d` marks the univariate twin of a warp or tiled
+//! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil`,
+//! `gradient` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
 //! kernel (the same driver with `dims` fixed to 1).
 
 use crate::measures::Measure;
@@ -49,6 +49,9 @@ pub enum Driver {
     Stencil,
     /// The stencil driver's forward and backward passes: value and gradient.
     Gradient,
+    /// The same passes: value and the derivative with respect to every
+    /// cell (Soft-DTW's expected alignment) as a matrix.
+    Alignment,
 }
 
 impl Driver {
@@ -80,6 +83,7 @@ impl fmt::Display for Driver {
             Driver::DiagonalStep => f.write_str("diagonal_step"),
             Driver::Stencil => f.write_str("stencil"),
             Driver::Gradient => f.write_str("gradient"),
+            Driver::Alignment => f.write_str("alignment"),
         }
     }
 }
@@ -166,7 +170,7 @@ macro_rules! kernel_table {
             soft_dtw: naive, local(256), local(1024), shared,
                 warp(32, 1), warp(32, 4), sheared(32, 4),
                 tiled(4), tiled_launches(4),
-                diagonal, diagonal_step, stencil, gradient;
+                diagonal, diagonal_step, stencil, gradient, alignment;
             twed: naive, local(256), local(1024), shared,
                 warp(32, 1), warp(32, 4), warp(32, 8),
                 tiled(4), tiled(8), tiled_launches(4), tiled_launches(8),
@@ -230,6 +234,9 @@ macro_rules! driver_of {
     };
     (gradient) => {
         Driver::Gradient
+    };
+    (alignment) => {
+        Driver::Alignment
     };
 }
 

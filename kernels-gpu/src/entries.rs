@@ -150,6 +150,12 @@ macro_rules! kernel {
             launch.run_gradient_in_block(&GpuBlock, block_index());
         });
     };
+    ($m:ident $t:ident alignment) => {
+        entry!(concat!(stringify!($m), "_alignment_", stringify!($t)),
+            launch: StencilLaunch<$t, params!($m $t)>, {
+            launch.run_alignment_in_block(&GpuBlock, block_index());
+        });
+    };
 }
 
 macro_rules! entry_points {

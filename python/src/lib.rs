@@ -411,9 +411,10 @@ fn soft_dtw_cuda_output_len(
 
 /// Paired Soft-DTW of two C-contiguous `count x len x dims` CUDA tensors
 /// on GPU 0, read in place, results written to the CUDA buffer `out`,
-/// after the work queued on `stream`. The Python layer passes tensors it
-/// has checked (device, dtype, contiguity, the output's size) and keeps
-/// them alive for the call.
+/// after the work queued on `stream`, which is ordered after this work;
+/// returns once it is queued. The Python layer passes tensors it has
+/// checked (device, dtype, contiguity, finiteness, the output's size) and
+/// checks the values.
 #[pyfunction]
 #[pyo3(signature = (x, x_shape, y, y_shape, precision, gamma, band, divergence, outputs, out, stream))]
 #[allow(clippy::too_many_arguments)]
@@ -440,7 +441,9 @@ fn soft_dtw_pairs_cuda(
     // SAFETY: the Python layer passes live, contiguous CUDA tensors of
     // these shapes on GPU 0 (torch's allocations, in the primary context),
     // an output of `soft_dtw_cuda_output_len` values, and torch's current
-    // stream of that device; it holds them until this returns.
+    // stream of that device, which waits for this work before anything
+    // else of torch's runs on it (torch reuses the memory of a freed
+    // tensor for work on the stream that allocated it).
     let result = py.detach(|| unsafe {
         match precision {
             "float32" => timewarp::soft_dtw_pairs_on_device::<f32>(
@@ -558,6 +561,51 @@ impl Resident {
                     timewarp::distance_matrix_resident(&queries, set, metric, &options)
                 })?;
                 Ok(matrix.into_pyarray(py).into_any())
+            }
+            (_, queries) => Err(invalid(format!(
+                "the queries are {} but the resident series {}",
+                queries.precision(),
+                self.dtype()
+            ))),
+        }
+    }
+
+    /// The `k` nearest resident series of each query, nearest first (ties
+    /// by index): `(distances, indices)`, `queries x k` each; only a block
+    /// of the distance matrix exists at a time.
+    #[pyo3(signature = (queries, k, metric_name, gamma, band, nu, lmbda, degree))]
+    #[allow(clippy::too_many_arguments)]
+    fn kneighbors<'py>(
+        &self,
+        py: Python<'py>,
+        queries: &Bound<'py, PyAny>,
+        k: usize,
+        metric_name: &str,
+        gamma: f64,
+        band: Option<i64>,
+        nu: f64,
+        lmbda: f64,
+        degree: f64,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let metric = metric(metric_name, gamma, band, nu, lmbda, degree, false)?;
+        let options = ComputeOptions::default();
+        let indices = |found: &Array2<usize>| found.mapv(|i| i as i64).into_pyarray(py).into_any();
+        match (&self.set, batch(queries)?) {
+            (ResidentBatch::F32(set), Batch::F32(queries)) => {
+                let cells = queries.total_samples() as f64 * set.total_samples() as f64;
+                let found = compute(py, cells, || {
+                    timewarp::nearest_neighbours(&queries, set, k, metric, &options)
+                })?;
+                let at = indices(&found.indices);
+                Ok((found.distances.into_pyarray(py).into_any(), at))
+            }
+            (ResidentBatch::F64(set), Batch::F64(queries)) => {
+                let cells = queries.total_samples() as f64 * set.total_samples() as f64;
+                let found = compute(py, cells, || {
+                    timewarp::nearest_neighbours(&queries, set, k, metric, &options)
+                })?;
+                let at = indices(&found.indices);
+                Ok((found.distances.into_pyarray(py).into_any(), at))
             }
             (_, queries) => Err(invalid(format!(
                 "the queries are {} but the resident series {}",

@@ -43,6 +43,21 @@ def test_soft_dtw_gradient_on_the_gpu(gpu):
             np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("band", [None, 0, 3])
+def test_soft_dtw_alignment_on_the_gpu(gpu, band):
+    x, y = RNG.normal(size=(30, 2)), RNG.normal(size=(25, 2))
+    e, value = timewarp.soft_dtw_alignment(x, y, gamma=0.5, band=band, device="gpu")
+    expected_e, expected = timewarp.soft_dtw_alignment(x, y, gamma=0.5, band=band, device="cpu")
+    assert e.shape == (30, 25) and e.dtype == np.float64
+    # Each device within 4 (n + m) u (1 + scale / gamma) of the exact E
+    # (docs/algorithms.md, "Paths"): below 1e-10 for a scale under 1000.
+    np.testing.assert_allclose(e, expected_e, rtol=0, atol=1e-10)
+    assert value == pytest.approx(expected, rel=1e-10)
+    if band is not None:
+        i, j = np.indices(e.shape)
+        assert np.all(e[np.abs(i - j) > band + 5] == 0)
+
+
 def test_knn_keeps_the_training_set_on_the_gpu(gpu):
     train = RNG.normal(size=(40, 30))
     labels = RNG.integers(0, 3, size=40)

@@ -290,3 +290,29 @@ def test_cuda_cdist_and_errors():
         other = x.to("cuda:1")
         with pytest.raises(TimewarpError, match="GPU 0"):
             timewarp.soft_dtw(other, other)
+
+
+def test_cuda_overflow_raises():
+    """Finite samples whose values overflow float32, and NaN samples: an
+    error at once without a graph, in the backward pass with one (the
+    forward pass does not wait for the GPU)."""
+    torch = need_cuda_torch()
+    x = torch.full((2, 8), 1e19, device="cuda", dtype=torch.float32, requires_grad=True)
+    y = torch.zeros(2, 8, device="cuda", dtype=torch.float32)
+    with torch.no_grad(), pytest.raises(TimewarpError, match="overflowed float32"):
+        timewarp.soft_dtw(x, y)
+    values = timewarp.soft_dtw(x, y)
+    with pytest.raises(TimewarpError, match="overflowed float32"):
+        values.sum().backward()
+    # NaN samples likewise, named by their batch.
+    bad = torch.zeros(2, 8, device="cuda", dtype=torch.float32)
+    bad[1, 3] = float("nan")
+    with torch.no_grad(), pytest.raises(TimewarpError, match="y holds NaN"):
+        timewarp.soft_dtw(x, bad)
+    values = timewarp.soft_dtw(x, bad)
+    with pytest.raises(TimewarpError, match="y holds NaN"):
+        values.sum().backward()
+    # In float64 the same samples are fine.
+    x64 = x.detach().double().requires_grad_()
+    timewarp.soft_dtw(x64, y.double()).sum().backward()
+    assert bool(torch.isfinite(x64.grad).all())

@@ -1,5 +1,6 @@
 """Alignments of one pair: DTW's warping path, TWED's edit path, Soft-DTW's
-expected alignment (computed in float64 on the CPU)."""
+expected alignment, in float64 (on the GPU for Soft-DTW's alignment and
+long DTW paths when `device` resolves to one)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,9 @@ def soft_dtw_alignment(
 ):
     """Soft-DTW's expected alignment ``(n, m)`` (the derivative of the value
     with respect to each cell's cost; 0 outside the band) and the value.
-    Pairs whose two matrices exceed 1 GiB are refused before any work."""
+    Computed on the GPU when `device` resolves to one (``"gpu"``,
+    ``"gpu:N"``, or ``"auto"`` with a GPU), else on the CPU. Pairs whose two
+    matrices exceed 1 GiB are refused before any work."""
     return _ext.soft_dtw_alignment(
         _series(x, "x"), _series(y, "y"), _float("gamma", gamma), _band(band), device
     )

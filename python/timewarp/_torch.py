@@ -39,7 +39,8 @@ def _batch3(tensor: torch.Tensor, what: str) -> torch.Tensor:
 def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
     """The CUDA path: both batches read in place on their GPU, the values
     (and gradients) written to one CUDA buffer, ordered after torch's
-    current stream. Returns the values and the two gradients (or None)."""
+    current stream. Returns the values, the two gradients (or None) and
+    the check of the inputs and values, queued on torch's stream."""
     torch_dtype = torch.float32 if dtype == np.float32 else torch.float64
     x, y = _contiguous(x, torch_dtype), _contiguous(y, torch_dtype)
     shapes = (tuple(x.shape), tuple(y.shape))
@@ -47,22 +48,16 @@ def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
     out = torch.empty(length, dtype=torch_dtype, device=x.device)
     stream = torch.cuda.current_stream(x.device).cuda_stream
     arguments = (x.data_ptr(), shapes[0], y.data_ptr(), shapes[1], str(dtype), gamma, band)
-    try:
-        _ext.soft_dtw_pairs_cuda(*arguments, normalize, outputs, out.data_ptr(), stream)
-    except TimewarpError:
-        # The inputs are read on the GPU only; a non-finite result is
-        # explained here, where it costs nothing when all is well.
-        for name, batch in (("x", x), ("y", y)):
-            if not bool(torch.isfinite(batch).all()):
-                raise TimewarpError(f"invalid input: {name} holds NaN or infinite values") from None
-        raise
+    # Returns once the work is queued, torch's stream ordered after it.
+    _ext.soft_dtw_pairs_cuda(*arguments, normalize, outputs, out.data_ptr(), stream)
     pairs = x.shape[0]
     launches = 3 if normalize else 1
     values = out[:pairs]
     if normalize:
         values = values - (out[pairs : 2 * pairs] + out[2 * pairs : 3 * pairs]) / 2
+    check = _Check(x, y, values, dtype)
     if outputs == "values":
-        return values, None, None
+        return values, None, None, check
     at = launches * pairs
     x_size, y_size = x.numel(), y.numel()
     grad_x = out[at : at + x_size].view(x.shape)
@@ -75,7 +70,34 @@ def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
         grad_x = grad_x - out[at : at + x_size].view(x.shape)
         if grad_y is not None:
             grad_y = grad_y - out[at + x_size : at + x_size + y_size].view(y.shape)
-    return values, grad_x, grad_y
+    return values, grad_x, grad_y, check
+
+
+class _Check:
+    """Whether CUDA batches and their Soft-DTW values are finite, queued on
+    torch's stream after the values (nothing waits until `raise_if_bad`):
+    one float64 sum of all three, which is finite when they are (float32
+    magnitudes cannot overflow it); only when it is not are they checked
+    one by one, which also clears a sum that overflowed float64."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, values: torch.Tensor, dtype: np.dtype):
+        wide = torch.float64
+        self.total = x.sum(dtype=wide) + y.sum(dtype=wide) + values.sum(dtype=wide)
+        self.tensors = (x.detach(), y.detach(), values.detach())
+        self.dtype = dtype
+
+    def raise_if_bad(self) -> None:
+        if bool(torch.isfinite(self.total)):
+            return
+        x, y, values = self.tensors
+        for name, batch in (("x", x), ("y", y)):
+            if not bool(torch.isfinite(batch).all()):
+                raise TimewarpError(f"invalid input: {name} holds NaN or infinite values")
+        if not bool(torch.isfinite(values).all()):
+            raise TimewarpError(
+                f"a Soft-DTW value overflowed {self.dtype.name}: the samples are too large"
+                " for this precision (scale them, or use float64)"
+            )
 
 
 def _contiguous(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -128,15 +150,25 @@ class _SoftDtwFunction(torch.autograd.Function):
                     f"the tensors are on {x.device}: CUDA tensors are read in place on GPU 0"
                     " only (move them there, or pass CPU tensors with device=\"gpu:N\")"
                 )
-            values, grad_x, grad_y = _on_device(x3, y3, dtype, gamma, band, normalize, outputs)
+            values, grad_x, grad_y, check = _on_device(
+                x3, y3, dtype, gamma, band, normalize, outputs
+            )
         else:
             values, grad_x, grad_y = _on_host(
                 x3, y3, dtype, gamma, band, normalize, outputs, device
             )
+            check = None
         if outputs != "values":
             # The gradients in the inputs' own devices, dtypes and shapes
             # (on the CUDA path they already are).
             ctx.save_for_backward(_like(grad_x, x), None if grad_y is None else _like(grad_y, y))
+        if check is not None and outputs != "values":
+            # Raised in the backward pass, after its launches: waiting here
+            # would keep the GPU's work from overlapping torch's recording
+            # of the graph and the backward pass.
+            ctx.check = check
+        elif check is not None:
+            check.raise_if_bad()
         return values if values.device == x.device else values.to(x.device)
 
     @staticmethod
@@ -146,6 +178,9 @@ class _SoftDtwFunction(torch.autograd.Function):
         scale = grad_output.view((-1,) + (1,) * (grad_x.dim() - 1))
         dx = grad_x * _like_dtype(scale, grad_x) if ctx.needs_input_grad[0] else None
         dy = grad_y * _like_dtype(scale, grad_y) if ctx.needs_input_grad[1] else None
+        check = getattr(ctx, "check", None)
+        if check is not None:
+            check.raise_if_bad()
         return dx, dy, None, None, None, None, None, None
 
 

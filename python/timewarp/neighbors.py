@@ -104,11 +104,20 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
         if not hasattr(self, "_resident"):
             raise TimewarpError("this KNeighborsClassifier is not fitted yet: call fit first")
 
-    def _distances(self, X: Any) -> np.ndarray:
+    def kneighbors(self, X: Any, n_neighbors: Optional[int] = None, return_distance: bool = True):
+        """Indices of the nearest training series of each query (nearest
+        first, ties by index), and their distances. Only the nearest come
+        back from where the training set lives."""
         self._check_fitted()
+        k = self.n_neighbors if n_neighbors is None else n_neighbors
+        if not 1 <= k <= len(self._resident):
+            raise TimewarpError(
+                f"n_neighbors = {k}: must be between 1 and {len(self._resident)}"
+            )
         queries = _inputs.batch(X, "X")
-        return self._resident.cdist(
+        distances, indices = self._resident.kneighbors(
             _inputs.cast(queries, self._dtype),
+            int(k),
             _metric(self.metric),
             _float("gamma", self.gamma),
             _band(self.band),
@@ -116,18 +125,9 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
             _float("lmbda", self.lmbda),
             _float("degree", self.degree),
         )
-
-    def kneighbors(self, X: Any, n_neighbors: Optional[int] = None, return_distance: bool = True):
-        """Indices of the nearest training series of each query (nearest
-        first, ties by index), and their distances."""
-        k = self.n_neighbors if n_neighbors is None else n_neighbors
-        distances = self._distances(X)
-        if not 1 <= k <= distances.shape[1]:
-            raise TimewarpError(f"n_neighbors = {k}: must be between 1 and {distances.shape[1]}")
-        indices = np.argsort(distances, axis=1, kind="stable")[:, :k]
         if not return_distance:
             return indices
-        return np.take_along_axis(distances, indices, axis=1), indices
+        return distances, indices
 
     def predict_proba(self, X: Any) -> np.ndarray:
         distances, indices = self.kneighbors(X)

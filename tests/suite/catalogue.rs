@@ -94,8 +94,16 @@ fn kernel_names_follow_the_rule() {
             );
         }
     }
-    assert!(KernelId::new(Measure::SoftDtw, Driver::Gradient, false, F64).exists());
-    assert!(!KernelId::new(Measure::Dtw, Driver::Gradient, false, F64).exists());
+    assert_eq!(
+        name(Measure::SoftDtw, Driver::Alignment, false, F64),
+        "soft_dtw_alignment_f64"
+    );
+    for driver in [Driver::Gradient, Driver::Alignment] {
+        for precision in Precision::ALL {
+            assert!(KernelId::new(Measure::SoftDtw, driver, false, precision).exists());
+        }
+        assert!(!KernelId::new(Measure::Dtw, driver, false, F64).exists());
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Every GPU of the host: results on all of them equal GPU 0's alone bit
 //! for bit (streamed matrices, the triangle, resident sets replicated and
-//! sharded, paired Soft-DTW), and a GPU that fails mid-run is named or its
+//! sharded, paired Soft-DTW values and gradients, k-NN), and a GPU that fails mid-run is named or its
 //! blocks retried on the others. These run on however many GPUs there are,
 //! one included (the same code with one worker); the scheduling itself is
 //! unit-tested with fake workers (`host/gpu/plan/spread.rs`).
@@ -10,8 +10,9 @@ use ndarray::Array2;
 use rand::Rng;
 use timewarp::gpu::{inject_gpu_fault, Gpu};
 use timewarp::{
-    distance_matrix, distance_matrix_resident, soft_dtw_pairs, upload, ComputeOptions, Device, Dtw,
-    Error, GpuSet, Metric, Placement, SeriesSet, SoftDtw, Twed, Variant,
+    distance_matrix, distance_matrix_resident, nearest_neighbours, soft_dtw_pairs,
+    soft_dtw_pairs_gradient, upload, ComputeOptions, Device, Dtw, Error, GpuSet, Metric, Placement,
+    SeriesSet, SoftDtw, Twed, Variant,
 };
 
 /// `count` univariate series of 20 to 90 samples.
@@ -130,6 +131,44 @@ fn multi_gpu_resident_replicated_and_sharded_equal_gpu0() {
 }
 
 #[test]
+fn multi_gpu_knn_sharded_equals_the_cpu() {
+    let Some(_timed) = on_gpu("multi_gpu_knn_sharded_equals_the_cpu") else {
+        return;
+    };
+    let (queries, database) = (batch(45, 5), batch(110, 6));
+    let k = 5;
+    for metric in metrics() {
+        // The reference: the CPU's whole matrix, each row sorted (ties by
+        // index).
+        let cpu = ComputeOptions::on(Device::Cpu);
+        let matrix = distance_matrix(&queries, Some(&database), metric, &cpu).unwrap();
+        for placement in [Placement::Replicate, Placement::Shard] {
+            let options = ComputeOptions {
+                placement,
+                ..on(GpuSet::all(), None, SMALL)
+            };
+            let resident = upload(&database, &options).unwrap();
+            let found = nearest_neighbours(&queries, &resident, k, metric, &options).unwrap();
+            for (q, row) in matrix.outer_iter().enumerate() {
+                let mut order: Vec<usize> = (0..row.len()).collect();
+                order.sort_by(|&i, &j| row[i].total_cmp(&row[j]).then(i.cmp(&j)));
+                let context = format!("{metric:?} {placement:?} query {q}");
+                assert_eq!(found.indices.row(q).to_vec(), order[..k], "{context}");
+                for (rank, &j) in order[..k].iter().enumerate() {
+                    // The GPU's cells round differently from the CPU's:
+                    // relative 1e-12 in f64 over at most 90 x 90 cells.
+                    let (got, want) = (found.distances[[q, rank]], row[j]);
+                    assert!(
+                        (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                        "{context}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn multi_gpu_paired_soft_dtw_equals_gpu0() {
     let Some(_timed) = on_gpu("multi_gpu_paired_soft_dtw_equals_gpu0") else {
         return;
@@ -143,6 +182,18 @@ fn multi_gpu_paired_soft_dtw_equals_gpu0() {
             let one = soft_dtw_pairs(&x, &y, soft, &on(gpu0(), variant, None)).unwrap();
             let all = soft_dtw_pairs(&x, &y, soft, &on(GpuSet::all(), variant, None)).unwrap();
             assert_eq!(all, one, "{soft:?} {variant:?}");
+        }
+        // Gradients, with respect to x alone and to both, in many chunks
+        // too (a budget of a few pairs' cost matrices).
+        for (with_y, budget) in [(false, None), (true, None), (true, Some(256 << 10))] {
+            let one = soft_dtw_pairs_gradient(&x, &y, soft, &on(gpu0(), None, budget), with_y);
+            let all =
+                soft_dtw_pairs_gradient(&x, &y, soft, &on(GpuSet::all(), None, budget), with_y);
+            assert_eq!(
+                all.unwrap(),
+                one.unwrap(),
+                "{soft:?} gradient {with_y} {budget:?}"
+            );
         }
     }
 }
@@ -210,9 +261,9 @@ fn multi_gpu_a_missing_ordinal_is_an_error() {
 
 /// Each GPU's work (`Gpu::work`): a streamed matrix's pairs counted once
 /// over the GPUs that computed them, whatever the tiling (a batch against
-/// itself: its triangle), each with the time it spent; paired values on
-/// several GPUs too. Work on one GPU (the tiled kernel) is not spread and
-/// not counted.
+/// itself: its triangle), each with the time it spent; paired values and
+/// gradients on several GPUs too. Work on one GPU (the tiled kernel) is not
+/// spread and not counted.
 #[test]
 fn multi_gpu_work_counts_every_pair_once() {
     let Some(_timed) = on_gpu("multi_gpu_work_counts_every_pair_once") else {
@@ -246,9 +297,17 @@ fn multi_gpu_work_counts_every_pair_once() {
     let soft = SoftDtw::new(0.5).unwrap();
     let before = work();
     soft_dtw_pairs(&a, &a, soft, &on(GpuSet::all(), None, None)).unwrap();
-    let counted = done(&before).0;
-    // Paired values spread only over several GPUs.
-    assert_eq!(counted, if gpus.len() > 1 { 150 } else { 0 });
+    // Paired values and gradients spread only over several GPUs.
+    let spread = |pairs: u64| if gpus.len() > 1 { pairs } else { 0 };
+    assert_eq!(done(&before).0, spread(150));
+    let before = work();
+    let options = on(GpuSet::all(), None, None);
+    soft_dtw_pairs_gradient(&a, &a, soft.divergence(), &options, true).unwrap();
+    assert_eq!(
+        done(&before).0,
+        spread(3 * 150),
+        "a divergence's three launches"
+    );
     let before = work();
     let long = batch(1, 3);
     distance_matrix(

@@ -6,9 +6,9 @@
 //! pair whose steps exceed [`PATH_WORKSPACE_BYTES`] is solved in memory
 //! linear in its lengths by Hirschberg's divide and conquer
 //! ([`hirschberg`]), over whole last columns of sub-pairs that a
-//! [`LastColumn`] provider computes. Everything runs on the CPU for every
-//! `Device` for now; the GPU provider of last columns is added separately
-//! and plugs into [`hirschberg`]. Ties between equally cheap steps follow
+//! [`LastColumn`] provider computes, the CPU's or the GPU's
+//! ([`GpuLastColumn`]). Soft-DTW's alignment runs on the GPU whenever the
+//! device resolves to one. Ties between equally cheap steps follow
 //! one rule (docs/algorithms.md, "Paths"): the diagonal, then the step from
 //! the row above, then the one from the left.
 
@@ -23,12 +23,16 @@ pub use hirschberg::{hirschberg, CpuLastColumn, LastColumn, Pass, HIRSCHBERG_LEA
 pub use on_gpu::{GpuLastColumn, GPU_LAST_COLUMN_MIN_CELLS};
 pub use types::{Alignment, Edit, EditPath, EditStep};
 
+use super::finite::check_finite;
+use super::soft_dtw::params as soft_dtw_params;
 use crate::{Backend, ComputeOptions, Dtw, Error, Float, Result, SeriesSet, SoftDtw, Twed};
 use ndarray::{Array2, ArrayView2};
 use types::Samples;
 
 /// The memory the whole-matrix computations may take: DTW's and TWED's
-/// steps (one byte a cell) and Soft-DTW's two padded matrices.
+/// steps (one byte a cell) and Soft-DTW's two padded matrices (on the GPU
+/// its two unpadded ones, the stored costs and the alignment, are held to
+/// the same limit).
 pub const PATH_WORKSPACE_BYTES: usize = 1 << 30;
 
 /// Checks a pair as `distance` does (non-empty, finite, equal dimensions).
@@ -151,24 +155,32 @@ pub fn twed_path<T: Float>(
 /// `(i, j)` is the derivative of the value with respect to the cost
 /// `||x_i - y_j||^2`, the weight of that cell over all alignments, 0
 /// outside the band) and the value, which is [`crate::distance`]'s.
-/// Computed on the CPU whatever `options.device` says.
+///
+/// Computed where `options.device` resolves (`Backend::resolve_on` with
+/// `options.gpus`): on its first GPU, by the alignment kernel (the
+/// gradient kernel's forward and backward passes, one block, writing every
+/// cell's derivative; device memory `2 n m` values plus the series, within
+/// `options.gpu_memory_budget`), else on the CPU, on one thread: where it
+/// ran follows from `options` alone.
 ///
 /// Errors: as [`dtw_path`]'s, the divergence (whose alignment is not one
-/// matrix), and a pair whose two matrices exceed [`PATH_WORKSPACE_BYTES`],
-/// refused before anything is allocated.
+/// matrix), gamma not representable in `T`, a pair whose workspace (two
+/// padded `n x m` matrices, on either device) exceeds
+/// [`PATH_WORKSPACE_BYTES`], refused before anything is allocated, and on
+/// the GPU a pair that does not fit the device memory budget.
 pub fn soft_dtw_alignment<T: Float>(
     x: ArrayView2<T>,
     y: ArrayView2<T>,
     soft: SoftDtw,
     options: &ComputeOptions,
 ) -> Result<(Array2<T>, T)> {
-    let _ = options;
     check_pair(x, y)?;
     if soft.is_divergence() {
         return Err(Error::InvalidInput(
             "the alignment is of Soft-DTW itself, not of the divergence".into(),
         ));
     }
+    let params = soft_dtw_params::<T>(&soft)?;
     let (n, m) = (x.nrows(), y.nrows());
     let bytes = soft::workspace_values(n, m) * std::mem::size_of::<T>() as u128;
     if bytes > PATH_WORKSPACE_BYTES as u128 {
@@ -179,9 +191,19 @@ pub fn soft_dtw_alignment<T: Float>(
             "",
         ));
     }
-    let (alignment, value) = soft::alignment(&Samples::new(x), &Samples::new(y), soft);
-    if !value.is_finite() || !crate::float::all_finite(alignment.as_slice().unwrap_or(&[])) {
-        return Err(Error::Overflow { precision: T::NAME });
-    }
+    let (alignment, value, on_gpu) = match Backend::resolve_on(options.device, options.gpus)? {
+        Backend::Gpu(gpu) => {
+            let pair = (&SeriesSet::from_series([x])?, &SeriesSet::from_series([y])?);
+            let budget = options.gpu_memory_budget;
+            let (alignment, value) = crate::gpu::pair_alignment(gpu, params, pair, budget)?;
+            (alignment, value, true)
+        }
+        Backend::Cpu => {
+            let (alignment, value) = soft::alignment(&Samples::new(x), &Samples::new(y), soft);
+            (alignment, value, false)
+        }
+    };
+    check_finite(&[value], on_gpu)?;
+    check_finite(alignment.as_slice().unwrap_or(&[]), false)?;
     Ok((alignment, value))
 }

@@ -7,12 +7,14 @@
 //! measure's [`Recurrence`]. Anti-diagonals longer than the block take
 //! several cells per thread.
 //!
-//! The backward pass ([`stencil_gradient`]) walks the anti-diagonals in
+//! The backward pass ([`stencil_backward`]) walks the anti-diagonals in
 //! reverse over the cost matrix that the forward pass stored
 //! (diagonal-major, so that the threads of an anti-diagonal read adjacent
 //! addresses), computing the derivative of the pair's value with respect
-//! to every cell (Soft-DTW's expected alignment) and from it the gradient
-//! with respect to both series' samples.
+//! to every cell (Soft-DTW's expected alignment) and from it what the
+//! kernel asks for ([`Backward`]): the gradient with respect to both
+//! series' samples ([`stencil_gradient`]), or the derivatives themselves,
+//! as a matrix.
 //!
 //! The drivers are generic over [`ThreadBlock`], the four things they need
 //! of a block, so the same code runs on the GPU (`_syncthreads`), in the
@@ -31,9 +33,9 @@ use crate::{Differentiable, Neighbours, Real, Recurrence, Series, Window};
 
 /// Anti-diagonals the forward pass keeps ([`stencil_value`]).
 pub const VALUE_RINGS: usize = 3;
-/// Anti-diagonals the gradient keeps ([`stencil_gradient`]: the derivative
-/// and the key of three anti-diagonals); its forward pass uses the first
-/// [`VALUE_RINGS`] of them.
+/// Anti-diagonals the backward pass keeps ([`stencil_backward`]: the
+/// derivative and the key of three anti-diagonals); its forward pass uses
+/// the first [`VALUE_RINGS`] of them.
 pub const GRADIENT_RINGS: usize = 6;
 
 /// Values per ring anti-diagonal for an `n x m` pair: its longest
@@ -151,22 +153,35 @@ pub unsafe fn stencil_value<T: Real, M: Recurrence<T>, B: ThreadBlock>(
     *ring.add((n + m) % 3 * ring_len)
 }
 
+/// What the backward pass ([`stencil_backward`]) makes of the derivative
+/// `E[i][j]` of the pair's value with respect to each cell of the window.
+#[derive(Clone, Copy)]
+pub enum Backward<T> {
+    /// The gradient with respect to the samples: `grad_a[i - 1][k] += sum_j
+    /// E[i][j] * d cost(i, j) / d a_i[k]` (`a.len * a.dims` values, zeroed
+    /// by the caller), and likewise for `b` if `grad_b` is not null.
+    Gradient { grad_a: *mut T, grad_b: *mut T },
+    /// `E` itself (for Soft-DTW, the expected alignment), row-major `a.len
+    /// x b.len`: `E[i][j]` at `(i - 1) * b.len + j - 1`. Cells outside the
+    /// window are left as they are (the caller zeroes them).
+    Alignment(*mut T),
+}
+
 /// The backward pass: from the cost matrix that [`stencil_value`] stored,
 /// the derivative `E[i][j]` of the pair's value with respect to every cell
 /// (`E[n][m] = 1`; `E[i][j] = sum over the successors s in the matrix and
 /// the band of E[s] * d s / d (i, j)`), anti-diagonal by anti-diagonal from
-/// the last, and the gradient: `grad_a[i - 1][k] += sum_j E[i][j] * d
-/// cost(i, j) / d a_i[k]`, and likewise for `b` if `grad_b` is not null.
+/// the last, and from it what `output` asks for. The kernels pass `output`
+/// as a constant, so each keeps the code of its own case only.
 ///
 /// # Safety
 /// All threads call it together with the same arguments, after
 /// `stencil_value` stored this pair in `store` and a barrier; `ring` holds
 /// `GRADIENT_RINGS * ring_len` values (`ring_len >= min(n, m) + 1`);
-/// `grad_a` holds `a.len * a.dims` values and `grad_b` is null or holds
-/// `b.len * b.dims`; both are added to (the caller zeroes them).
+/// `output`'s pointers hold the values its case says.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn stencil_gradient<T: Real, M: Differentiable<T>, B: ThreadBlock>(
+pub unsafe fn stencil_backward<T: Real, M: Differentiable<T>, B: ThreadBlock>(
     block: &B,
     measure: &M,
     a: &Series<T>,
@@ -174,8 +189,7 @@ pub unsafe fn stencil_gradient<T: Real, M: Differentiable<T>, B: ThreadBlock>(
     ring: *mut T,
     ring_len: usize,
     store: *const T,
-    grad_a: *mut T,
-    grad_b: *mut T,
+    output: Backward<T>,
 ) {
     let (n, m, dims) = (a.len, b.len, a.dims);
     let (first_thread, threads) = (block.thread(), block.threads());
@@ -219,13 +233,22 @@ pub unsafe fn stencil_gradient<T: Real, M: Differentiable<T>, B: ThreadBlock>(
                     }
                     sum
                 };
-                for k in 0..dims {
-                    let g = derivative * measure.cost_gradient(&row, &column, a, b, k);
-                    let to_a = grad_a.add((i - 1) * dims + k);
-                    *to_a = *to_a + g;
-                    if !grad_b.is_null() {
-                        let to_b = grad_b.add((j - 1) * dims + k);
-                        *to_b = *to_b - g;
+                // The cells of an anti-diagonal differ in their rows and in
+                // their columns: no two threads write the same place.
+                match output {
+                    Backward::Gradient { grad_a, grad_b } => {
+                        for k in 0..dims {
+                            let g = derivative * measure.cost_gradient(&row, &column, a, b, k);
+                            let to_a = grad_a.add((i - 1) * dims + k);
+                            *to_a = *to_a + g;
+                            if !grad_b.is_null() {
+                                let to_b = grad_b.add((j - 1) * dims + k);
+                                *to_b = *to_b - g;
+                            }
+                        }
+                    }
+                    Backward::Alignment(alignment) => {
+                        *alignment.add((i - 1) * m + j - 1) = derivative;
                     }
                 }
                 (derivative, measure.key(&row, &column, a, b, value))
@@ -236,4 +259,27 @@ pub unsafe fn stencil_gradient<T: Real, M: Differentiable<T>, B: ThreadBlock>(
         }
         block.barrier();
     }
+}
+
+/// [`stencil_backward`] to the gradient with respect to the samples.
+///
+/// # Safety
+/// As [`stencil_backward`]; `grad_a` holds `a.len * a.dims` values and
+/// `grad_b` is null or holds `b.len * b.dims`; both are added to (the
+/// caller zeroes them).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn stencil_gradient<T: Real, M: Differentiable<T>, B: ThreadBlock>(
+    block: &B,
+    measure: &M,
+    a: &Series<T>,
+    b: &Series<T>,
+    ring: *mut T,
+    ring_len: usize,
+    store: *const T,
+    grad_a: *mut T,
+    grad_b: *mut T,
+) {
+    let output = Backward::Gradient { grad_a, grad_b };
+    stencil_backward(block, measure, a, b, ring, ring_len, store, output);
 }

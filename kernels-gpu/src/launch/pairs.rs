@@ -1,12 +1,12 @@
 //! The launches of the kernels that compute many pairs: a thread, a warp
-//! or a block a pair ([`PairsLaunch`]), and the stencil and gradient
-//! kernels' additions ([`StencilLaunch`]).
+//! or a block a pair ([`PairsLaunch`]), and the stencil, gradient and
+//! alignment kernels' additions ([`StencilLaunch`]).
 
 use super::{triangle_pair, Numbering};
 use crate::drivers::columns::pair::warp_pair;
 use crate::drivers::rows::{pair_value, RowPair};
 use crate::drivers::sheared_band::{band_in_warp, band_pair};
-use crate::drivers::stencil::{stencil_gradient, stencil_value, GRADIENT_RINGS};
+use crate::drivers::stencil::{stencil_backward, stencil_value, Backward, GRADIENT_RINGS};
 use crate::hw::{ThreadBlock, Warp};
 use crate::{Differentiable, Real, Recurrence, SetRef};
 use core::mem::MaybeUninit;
@@ -199,8 +199,8 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
     }
 }
 
-/// What the gradient kernels read and write besides the pairs: all null
-/// for the stencil kernels.
+/// What the gradient and alignment kernels read and write besides the
+/// pairs: all null for the stencil kernels.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct GradientBuffers<T> {
@@ -208,14 +208,20 @@ pub struct GradientBuffers<T> {
     /// `store + store_offsets[index]`.
     pub store: *mut T,
     pub store_offsets: *const u64,
-    /// The gradient with respect to `a`'s samples, laid out like `a`'s
-    /// values and zeroed; and to `b`'s, or null.
+    /// The gradient kernels: the gradient with respect to `a`'s samples,
+    /// laid out like `a`'s values and zeroed; and to `b`'s, or null.
     pub grad_a: *mut T,
     pub grad_b: *mut T,
     /// Rings in global memory, `GRADIENT_RINGS * ring_len` values per pair
     /// of the launch, for pairs whose rings do not fit the block's shared
     /// memory; null to use shared memory.
     pub rings: *mut T,
+    /// The alignment kernels: each pair's derivative of its value with
+    /// respect to every cell, row-major `n x m` at the offset of its cost
+    /// matrix in `store` (`alignment + store_offsets[index]`), zeroed (cells
+    /// outside the window stay 0). Null for the gradient kernels, which
+    /// never read it.
+    pub alignment: *mut T,
 }
 
 impl<T> GradientBuffers<T> {
@@ -227,8 +233,18 @@ impl<T> GradientBuffers<T> {
             grad_a: null_mut(),
             grad_b: null_mut(),
             rings: null_mut(),
+            alignment: null_mut(),
         }
     }
+}
+
+/// What a gradient or alignment kernel writes besides the values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// The gradient with respect to the series' samples.
+    Gradient,
+    /// The derivative with respect to every cell, as a matrix.
+    Alignment,
 }
 
 /// Everything a stencil or gradient kernel needs (a block a pair), passed
@@ -281,54 +297,73 @@ impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
     /// the gradient buffers valid as documented.
     #[inline(always)]
     pub unsafe fn run_gradient_in_block<B: ThreadBlock>(&self, block: &B, index: u64) {
+        self.run_backward_in_block(block, index, Output::Gradient);
+    }
+
+    /// Value and derivative with respect to every cell (the expected
+    /// alignment) of pair `index` of a paired launch, written to
+    /// `gradient.alignment`: as [`StencilLaunch::run_gradient_in_block`],
+    /// with no gradient with respect to the samples.
+    ///
+    /// # Safety
+    /// As [`StencilLaunch::run_gradient_in_block`]; `gradient.alignment`
+    /// valid as documented, `grad_a` and `grad_b` unused.
+    #[inline(always)]
+    pub unsafe fn run_alignment_in_block<B: ThreadBlock>(&self, block: &B, index: u64) {
+        self.run_backward_in_block(block, index, Output::Alignment);
+    }
+
+    #[inline(always)]
+    unsafe fn run_backward_in_block<B: ThreadBlock>(&self, block: &B, index: u64, what: Output) {
         if index >= self.pairs.pair_count {
             return;
         }
         // Two copies of the pair's code, so that each knows where its rings
         // live (shared-memory instructions in the first).
         if self.gradient.rings.is_null() {
-            self.gradient_with_rings(block, index, block.shared::<T>());
+            self.backward_with_rings(block, index, block.shared::<T>(), what);
         } else {
             let per_pair = GRADIENT_RINGS * self.ring_len as usize;
             let rings = self.gradient.rings.add(index as usize * per_pair);
-            self.gradient_with_rings(block, index, rings);
+            self.backward_with_rings(block, index, rings, what);
         }
     }
 
     #[inline(always)]
-    unsafe fn gradient_with_rings<B: ThreadBlock>(&self, block: &B, index: u64, ring: *mut T) {
+    unsafe fn backward_with_rings<B: ThreadBlock>(
+        &self,
+        block: &B,
+        index: u64,
+        ring: *mut T,
+        what: Output,
+    ) {
         let (pairs, buffers) = (&self.pairs, &self.gradient);
         let (i, j) = pairs.pair(index);
         let (a, b) = (pairs.a.series(i), pairs.b.series(j));
         let ring_len = self.ring_len as usize;
-        let store = buffers
-            .store
-            .add(*buffers.store_offsets.add(index as usize) as usize);
+        let offset = *buffers.store_offsets.add(index as usize) as usize;
+        let store = buffers.store.add(offset);
         let value = stencil_value(block, &pairs.params, &a, &b, ring, ring_len, store);
         // Every thread has read the value from the ring before the backward
         // pass overwrites it.
         block.barrier();
-        let grad_a = buffers
-            .grad_a
-            .add(*pairs.a.offsets.add(i) as usize * a.dims);
-        let grad_b = if buffers.grad_b.is_null() {
-            buffers.grad_b
-        } else {
-            buffers
-                .grad_b
-                .add(*pairs.b.offsets.add(j) as usize * b.dims)
+        let output = match what {
+            Output::Gradient => {
+                let grad_a = buffers
+                    .grad_a
+                    .add(*pairs.a.offsets.add(i) as usize * a.dims);
+                let grad_b = if buffers.grad_b.is_null() {
+                    buffers.grad_b
+                } else {
+                    buffers
+                        .grad_b
+                        .add(*pairs.b.offsets.add(j) as usize * b.dims)
+                };
+                Backward::Gradient { grad_a, grad_b }
+            }
+            Output::Alignment => Backward::Alignment(buffers.alignment.add(offset)),
         };
-        stencil_gradient(
-            block,
-            &pairs.params,
-            &a,
-            &b,
-            ring,
-            ring_len,
-            store,
-            grad_a,
-            grad_b,
-        );
+        stencil_backward(block, &pairs.params, &a, &b, ring, ring_len, store, output);
         if block.thread() == 0 {
             pairs.write(i, j, value);
         }

@@ -1,8 +1,9 @@
-//! The block driver's own code (the GPU's stencil and gradient kernels'
-//! `stencil_value` and `stencil_gradient`) run on emulated thread blocks
-//! (`crate::common::emulator::run_block`: a thread per GPU thread, a barrier for
-//! `_syncthreads`) against the oracle: every measure's value, Soft-DTW's
-//! gradient with respect to both series, blocks of 1 to 8 threads (fewer
+//! The block driver's own code (the GPU's stencil, gradient and alignment
+//! kernels' `stencil_value` and `stencil_backward`) run on emulated thread
+//! blocks (`crate::common::emulator::run_block`: a thread per GPU thread, a
+//! barrier for `_syncthreads`) against the oracle: every measure's value,
+//! Soft-DTW's gradient with respect to both series and its expected
+//! alignment (written to the window's cells only), blocks of 1 to 8 threads (fewer
 //! than an anti-diagonal's cells, so threads take several), lengths 1 to
 //! 20, unequal lengths, dims 1 and 3, bands. f64, tolerances as in
 //! `crate::common::tolerance`. Shared memory is sized exactly as the host sizes
@@ -15,8 +16,8 @@ use ndarray::{Array1, Array2};
 use timewarp::{oracle, Dtw, Metric, SoftDtw, Twed};
 use timewarp_kernels::drivers::antidiagonal_rows;
 use timewarp_kernels::drivers::stencil::{
-    interior_offset, interior_rows, ring_len, stencil_gradient, stencil_value, GRADIENT_RINGS,
-    VALUE_RINGS,
+    interior_offset, interior_rows, ring_len, stencil_backward, stencil_gradient, stencil_value,
+    Backward, GRADIENT_RINGS, VALUE_RINGS,
 };
 use timewarp_kernels::{DtwParams, Recurrence, Series, SoftDtwParams, TwedParams, Window};
 
@@ -245,6 +246,86 @@ fn stencil_gradients_match_the_oracle() {
                         }
                         for (g, e) in gb.iter().zip(grad_b.iter()) {
                             assert!((g - e).abs() <= bound, "{context}: grad b {g} vs {e}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Value and alignment matrix by the block drivers on `threads` emulated
+/// threads; the matrix starts as NaN, so cells the driver leaves alone
+/// show.
+fn block_alignment_of(
+    params: &SoftDtwParams<f64>,
+    pair: &Pair,
+    threads: usize,
+) -> (f64, Array2<f64>) {
+    let (a, b) = (series_of(&pair.a, &pair.ta), series_of(&pair.b, &pair.tb));
+    let ring = ring_len(a.len, b.len);
+    let mut shared = shared_memory(GRADIENT_RINGS * ring);
+    let mut store = vec![f64::NAN; a.len * b.len];
+    let mut alignment = Array2::<f64>::from_elem((a.len, b.len), f64::NAN);
+    let pointers = Shared((a, b, store.as_mut_ptr(), alignment.as_mut_ptr()));
+    let values = run_block(threads, &mut shared, |block| {
+        use timewarp_kernels::hw::ThreadBlock;
+        let (a, b, store, alignment) = pointers.get();
+        let ring_ptr = block.shared::<f64>();
+        // SAFETY: six rings of `ring` values; the store and the alignment
+        // hold n x m cells.
+        unsafe {
+            let value = stencil_value(block, params, &a, &b, ring_ptr, ring, store);
+            block.barrier();
+            let output = Backward::Alignment(alignment);
+            stencil_backward(block, params, &a, &b, ring_ptr, ring, store, output);
+            value
+        }
+    });
+    assert_guard(&shared, GRADIENT_RINGS * ring, "block_alignment");
+    (values[0], alignment)
+}
+
+/// The alignment within `4 (n + m) u (1 + scale / gamma)` of the oracle's
+/// (tests/suite/paths/soft_dtw.rs derives it), in the window; outside it
+/// untouched (the host zeroes those cells, the kernel never writes them).
+#[test]
+fn stencil_alignments_match_the_oracle() {
+    let shapes = [(1, 1), (1, 5), (5, 1), (2, 3), (9, 9), (13, 6), (6, 13)];
+    for (k, &(n, m)) in shapes.iter().enumerate() {
+        for dims in [1, 3] {
+            let pair = Pair::random(900 + 10 * k as u64 + dims as u64, n, m, dims);
+            for band in [None, Some(0), Some(2)] {
+                for gamma in [0.01, 1.0, 10.0] {
+                    let params = SoftDtwParams::new(gamma).with_band(band);
+                    let (expected_e, value) =
+                        oracle::soft_dtw_alignment(pair.a.view(), pair.b.view(), gamma, band);
+                    let metric: Metric = SoftDtw::new(gamma).unwrap().into();
+                    let scale = error_scale(pair.a.view(), pair.b.view(), value, metric);
+                    let bound = 4.0 * (n + m) as f64 * f64::EPSILON / 2.0 * (1.0 + scale / gamma);
+                    for threads in [1, 4, 5] {
+                        let context = format!(
+                            "{n} x {m}, dims {dims}, band {band:?}, gamma {gamma}, {threads} threads"
+                        );
+                        let (got, e) = block_alignment_of(&params, &pair, threads);
+                        assert!(
+                            (got - value).abs() <= 1e-12 * scale,
+                            "{context}: value {got} vs {value}"
+                        );
+                        for ((i, j), &g) in e.indexed_iter() {
+                            let (lo, hi) = params.window.columns(i + 1, n, m);
+                            if (lo..=hi).contains(&(j + 1)) {
+                                let want = expected_e[[i, j]];
+                                assert!(
+                                    (g - want).abs() <= bound,
+                                    "{context}: E[{i}][{j}] {g} vs {want}"
+                                );
+                            } else {
+                                assert!(
+                                    g.is_nan(),
+                                    "{context}: E[{i}][{j}] outside the band written"
+                                );
+                            }
                         }
                     }
                 }

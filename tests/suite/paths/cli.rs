@@ -228,3 +228,51 @@ fn bad_plots_and_picks_are_refused_clearly() {
         .clone();
     assert!(String::from_utf8(output).unwrap().contains("--index-b 150"));
 }
+
+/// `--device gpu`: the matrix the GPU computes, said to be from the GPU,
+/// within the tolerance of the CPU's (`paths::soft_dtw::alignment_tolerance`
+/// of both devices, f64; samples in [-1, 1] cost at most 4 a cell, so the
+/// scale is at most `(n + m)(8 + gamma ln 3)`).
+#[test]
+fn gpu_align_soft_dtw_matches_the_cpu() {
+    let Some(_timed) = crate::common::on_gpu("paths::cli::gpu_align_soft_dtw_matches_the_cpu")
+    else {
+        return;
+    };
+    let dir = TempDir::new().unwrap();
+    let (a, b) = (
+        one_series(&dir, "a.csv", &wave(40, 0.0)),
+        one_series(&dir, "b.csv", &wave(33, 1.0)),
+    );
+    let on = |device: &str| {
+        let out = dir.path().join(format!("{device}.npy"));
+        let assert = timewarp()
+            .args([
+                "align", "--metric", "soft-dtw", "--gamma", "0.5", "--band", "5",
+            ])
+            .args(["--device", device])
+            .arg(&a)
+            .arg(&b)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success();
+        let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+        let matrix: Array2<f64> = ndarray_npy::read_npy(&out).unwrap();
+        (matrix, stderr)
+    };
+    let ((cpu, cpu_said), (gpu, gpu_said)) = (on("cpu"), on("gpu"));
+    assert!(cpu_said.contains(" on cpu "), "{cpu_said}");
+    assert!(gpu_said.contains(" on gpu "), "{gpu_said}");
+    assert_eq!(gpu.dim(), (40, 33));
+    let (cells, gamma) = (40.0 + 33.0, 0.5);
+    let scale = cells * (8.0 + gamma * 3f64.ln());
+    let bound = 2.0 * cells * 4.0 * f64::EPSILON / 2.0 * (1.0 + scale / gamma);
+    for (g, c) in gpu.iter().zip(&cpu) {
+        assert!((g - c).abs() <= bound, "{g} vs {c}");
+    }
+    assert!(
+        gpu.iter().any(|&v| v == 0.0),
+        "cells outside the band are 0"
+    );
+}

@@ -1,0 +1,142 @@
+//! The k nearest neighbours of queries in a resident database, with only a
+//! block of the distance matrix in memory at a time.
+
+use super::matrix::distance_matrix_resident;
+use crate::{ComputeOptions, Error, Float, Metric, ResidentSet, Result, SeriesSet};
+use ndarray::{Array2, ArrayView1};
+use rayon::prelude::*;
+use std::cmp::Ordering;
+
+/// The distances one block of queries may take in host memory: the matrix
+/// of `n` queries against a database of `m` series is computed `max(1,
+/// KNN_BLOCK_VALUES / m)` queries at a time and reduced to each query's
+/// `k` nearest before the next block.
+pub const KNN_BLOCK_VALUES: usize = 1 << 25;
+
+/// Each query's `k` nearest database series, nearest first: `indices[[q,
+/// r]]` is the database index of query `q`'s neighbour of rank `r` and
+/// `distances[[q, r]]` its distance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Neighbours<T> {
+    pub indices: Array2<usize>,
+    pub distances: Array2<T>,
+}
+
+/// The `k` nearest series of `database` to each series of `queries`, by
+/// `metric`, nearest first; among equal distances the lower database
+/// index ranks first.
+///
+/// Computed where the database lives, as [`distance_matrix_resident`]
+/// computes (every GPU of a replicated set sharing the queries, or every
+/// slice of a sharded one: each query meets every slice and the rows are
+/// merged), a block of queries at a time ([`KNN_BLOCK_VALUES`]), so the
+/// whole matrix never exists: memory beyond the sets is one block and the
+/// `n x k` result.
+///
+/// Errors: `k` of 0 or more than the database holds, and those of
+/// [`distance_matrix_resident`].
+pub fn nearest_neighbours<T: Float>(
+    queries: &SeriesSet<T>,
+    database: &ResidentSet<T>,
+    k: usize,
+    metric: Metric,
+    options: &ComputeOptions,
+) -> Result<Neighbours<T>> {
+    in_blocks(queries, database, k, metric, options, KNN_BLOCK_VALUES)
+}
+
+/// [`nearest_neighbours`] with blocks of `block_values` distances.
+fn in_blocks<T: Float>(
+    queries: &SeriesSet<T>,
+    database: &ResidentSet<T>,
+    k: usize,
+    metric: Metric,
+    options: &ComputeOptions,
+    block_values: usize,
+) -> Result<Neighbours<T>> {
+    if k == 0 || k > database.len() {
+        return Err(Error::InvalidInput(format!(
+            "k = {k}: expected 1 to the {} series of the database",
+            database.len()
+        )));
+    }
+    let n = queries.len();
+    let mut indices = Array2::zeros((n, k));
+    let mut distances = Array2::from_elem((n, k), T::ZERO);
+    let block = (block_values / database.len()).max(1);
+    for start in (0..n).step_by(block) {
+        let end = (start + block).min(n);
+        let matrix =
+            distance_matrix_resident(&queries.slice(start..end), database, metric, options)?;
+        let nearest: Vec<Vec<usize>> = (0..matrix.nrows())
+            .into_par_iter()
+            .map(|q| k_smallest(matrix.row(q), k))
+            .collect();
+        for (offset, (row, nearest)) in matrix.outer_iter().zip(nearest).enumerate() {
+            let q = start + offset;
+            for (rank, j) in nearest.into_iter().enumerate() {
+                indices[[q, rank]] = j;
+                distances[[q, rank]] = row[j];
+            }
+        }
+    }
+    Ok(Neighbours { indices, distances })
+}
+
+/// The positions of the `k` smallest values of `row`, smallest first, ties
+/// by position.
+fn k_smallest<T: Float>(row: ArrayView1<T>, k: usize) -> Vec<usize> {
+    let by_rank = |&i: &usize, &j: &usize| -> Ordering {
+        row[i].to_f64().total_cmp(&row[j].to_f64()).then(i.cmp(&j))
+    };
+    let mut order: Vec<usize> = (0..row.len()).collect();
+    order.select_nth_unstable_by(k - 1, by_rank);
+    order.truncate(k);
+    order.sort_unstable_by(by_rank);
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{upload, Device, Dtw};
+    use ndarray::{array, Array2};
+
+    #[test]
+    fn smallest_first_ties_by_position() {
+        let row = array![3.0, 1.0, 2.0, 1.0, 0.5];
+        assert_eq!(k_smallest(row.view(), 3), vec![4, 1, 3]);
+        assert_eq!(k_smallest(row.view(), 5), vec![4, 1, 3, 2, 0]);
+    }
+
+    #[test]
+    fn equals_a_sort_of_the_whole_matrix_across_blocks() {
+        let queries = Array2::from_shape_fn((7, 12), |(i, t)| ((i * 7 + t * 3) % 11) as f64 - 5.0);
+        let base = Array2::from_shape_fn((9, 10), |(i, t)| ((i * 5 + t * 2) % 13) as f64 - 6.0);
+        let (queries, base) = (
+            SeriesSet::from_univariate(queries.view()).unwrap(),
+            SeriesSet::from_univariate(base.view()).unwrap(),
+        );
+        let options = ComputeOptions::on(Device::Cpu);
+        let metric = Metric::Dtw(Dtw::new());
+        let database = upload(&base, &options).unwrap();
+        let found = nearest_neighbours(&queries, &database, 4, metric, &options).unwrap();
+        let matrix = crate::distance_matrix(&queries, Some(&base), metric, &options).unwrap();
+        for (q, row) in matrix.outer_iter().enumerate() {
+            let mut order: Vec<usize> = (0..row.len()).collect();
+            order.sort_by(|&i, &j| row[i].total_cmp(&row[j]).then(i.cmp(&j)));
+            assert_eq!(found.indices.row(q).to_vec(), order[..4].to_vec());
+            for r in 0..4 {
+                assert_eq!(found.distances[[q, r]], row[order[r]]);
+            }
+        }
+        // Blocks of 2 queries (and of 1, the smallest) give the same.
+        for block_values in [18, 1] {
+            let blocked = in_blocks(&queries, &database, 4, metric, &options, block_values);
+            assert_eq!(blocked.unwrap(), found);
+        }
+        let too_many = nearest_neighbours(&queries, &database, 10, metric, &options);
+        assert!(too_many.unwrap_err().to_string().contains("k = 10"));
+        assert!(nearest_neighbours(&queries, &database, 0, metric, &options).is_err());
+    }
+}
