@@ -16,9 +16,11 @@ use super::Case;
 use ndarray::s;
 use timewarp::SeriesSet;
 
-/// Cases of up to this many cells are run without a probe: well under a
-/// second on any backend.
+/// Cases of up to this many cells and pairs are run without a probe: well
+/// under a second on any backend (the pair-by-pair variants cost a few
+/// launches a pair, whatever its cells).
 const SMALL_CELLS: f64 = PROBE_START_CELLS * PROBE_GROWTH;
+const SMALL_PAIRS: f64 = 256.0;
 /// Cells of the first probe.
 const PROBE_START_CELLS: f64 = (1u64 << 20) as f64;
 /// Each probe after the first has this many times the cells of the last.
@@ -56,7 +58,7 @@ pub fn estimate<E>(
     mut time_probe: impl FnMut(&Case) -> Result<f64, E>,
 ) -> Result<Estimate, E> {
     let cells = case.cells();
-    if cells * run_share <= SMALL_CELLS {
+    if cells * run_share <= SMALL_CELLS && case.pairs() * run_share <= SMALL_PAIRS {
         return Ok(Estimate::Small);
     }
     let mut target = PROBE_START_CELLS;
@@ -236,6 +238,12 @@ mod tests {
         let got = estimate(&small, 1.0, 1.0, linear(0.0, 1e9, &mut probed));
         assert_eq!(got, Ok(Estimate::Small));
         assert!(probed.is_empty(), "a small case runs unprobed");
+        // Few cells in many pairs: probed (a pair costs launches too).
+        let many = case(600, Some(600), 8, Mode::Matrix);
+        let got = estimate(&many, 1.0, 1.0, linear(0.0, 1e9, &mut probed));
+        assert!(matches!(got, Ok(Estimate::Within { .. })), "{got:?}");
+        assert_eq!(probed.len(), 1);
+        probed.clear();
 
         // 2^32 cells at 1e9 a second: 4.3 s, over a 1 s limit, measured
         // exactly by any probe; checked with a larger probe (33 ms), not
