@@ -65,6 +65,7 @@ impl<T: LaneReal, const K: usize> Lockstep<T, K> for TwedParams<T> {
             nu: Lanes::splat(self.nu),
             lambda: Lanes::splat(self.lambda),
             degree: Lanes::splat(self.degree),
+            before_first: self.before_first,
         }
     }
 }

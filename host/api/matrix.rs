@@ -29,11 +29,11 @@ macro_rules! with_params {
                 $body
             }
             Metric::Twed(twed) => {
-                let $params = TwedParams {
-                    nu: <$t>::from_f64(twed.nu()),
-                    lambda: <$t>::from_f64(twed.lambda()),
-                    degree: <$t>::from_f64(twed.degree()),
-                };
+                let $params = TwedParams::new(
+                    <$t>::from_f64(twed.nu()),
+                    <$t>::from_f64(twed.lambda()),
+                    <$t>::from_f64(twed.degree()),
+                );
                 $body
             }
         }

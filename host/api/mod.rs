@@ -17,9 +17,9 @@ pub use on_device::{
     soft_dtw_device_output_len, soft_dtw_pairs_on_device, DeviceBatchRef, SoftDtwOutputs,
 };
 pub use paths::{
-    dtw_path, hirschberg, soft_dtw_alignment, twed_path, Alignment, CpuLastColumn, Edit, EditPath,
-    EditStep, GpuLastColumn, LastColumn, Pass, GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS,
-    PATH_WORKSPACE_BYTES,
+    dtw_path, hirschberg, soft_dtw_alignment, twed_path, Alignment, CpuLastColumn, DtwPair, Edit,
+    EditPath, EditStep, GpuLastColumn, LastColumn, Pass, PassSeries, PathPair, SubPair, TwedPair,
+    GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS, PATH_WORKSPACE_BYTES,
 };
 pub use soft_dtw::{
     soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,

@@ -5,7 +5,7 @@ use super::{
     check_output_path, counted, describe, options_for, print, write_output, write_text,
     ComputeArgs, Failure, Input, MetricArgs,
 };
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use ndarray_npy::WritableElement;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,6 +21,9 @@ Examples:
   # TWED's edit path of two one-series files, written to a file, with a plot
   timewarp align a.csv b.csv --metric twed --out steps.csv --plot alignment.png
 
+  # The same with the samples' timestamps (one-series files of one value a sample)
+  timewarp align a.csv b.csv --metric twed --times-a ta.csv --times-b tb.csv
+
   # Soft-DTW's expected alignment matrix within a band of 10 samples
   timewarp align a.npy b.npy --metric soft-dtw --gamma 0.1 --index-a 2 --index-b 2 --out e.npy
 
@@ -29,9 +32,11 @@ the last samples); TWED its steps, `step,i,j,cost` (match, delete-x or delete-y,
 the cell the step reaches, its cost); Soft-DTW the n x m expected alignment.
 The value is printed on stderr. With a GPU (--device gpu, or auto when there is
 one), Soft-DTW's matrix is computed on it, and so are the passes of long
-unbanded DTW paths, which take memory linear in the lengths; the rest runs on
-the CPU. Plots show the first dimension of each series, up to 5000 samples,
-and the matrix beside it up to 400 x 400.";
+unbanded DTW and TWED paths, which take memory linear in the lengths; the rest
+runs on the CPU. TWED's samples are at times 0, 1, 2, ... unless
+--times-a/--times-b give their timestamps (finite, non-decreasing). Plots show
+the first dimension of each series, up to 5000 samples, and the matrix beside
+it up to 400 x 400.";
 
 /// Samples of a series beyond which `--plot` is refused.
 const MAX_PLOT_SAMPLES: usize = 5000;
@@ -58,6 +63,13 @@ pub struct Args {
     /// The series of B to align (0-based)
     #[arg(long, value_name = "J")]
     index_b: Option<usize>,
+    /// TWED: the timestamps of the series of A, a file of one univariate
+    /// series (or one per series of A, picked like A's) [default: 0, 1, 2, ...]
+    #[arg(long, value_name = "FILE")]
+    times_a: Option<PathBuf>,
+    /// TWED: the timestamps of the series of B [default: 0, 1, 2, ...]
+    #[arg(long, value_name = "FILE")]
+    times_b: Option<PathBuf>,
     /// Write the alignment to PATH (.csv; Soft-DTW also .npy) instead of stdout
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
@@ -111,6 +123,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let x = pick(&a, index_a, "--index-a")?;
     let y = pick(&b, index_b, "--index-b")?;
+    let times = (
+        timestamps(&args.times_a, index_a, x.nrows(), metric, "--times-a")?,
+        timestamps(&args.times_b, index_b, y.nrows(), metric, "--times-b")?,
+    );
     if args.plot.plot.is_some() {
         plot::check_plot_limit("the first series", x.nrows(), MAX_PLOT_SAMPLES)?;
         plot::check_plot_limit("the second series", y.nrows(), MAX_PLOT_SAMPLES)?;
@@ -118,9 +134,39 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let options = options_for(args.compute.backend()?);
     let names = (name(&args.a, index_a), name(&args.b, index_b));
     match args.compute.precision {
-        Precision::F32 => emit::<f32>(&args, metric, (x, y), names, &options),
-        Precision::F64 => emit::<f64>(&args, metric, (x, y), names, &options),
+        Precision::F32 => emit::<f32>(&args, metric, (x, y), times, names, &options),
+        Precision::F64 => emit::<f64>(&args, metric, (x, y), times, names, &options),
     }
+}
+
+/// The timestamps of a series of `len` samples from `file` (`flag`'s), if
+/// given: TWED's only, one univariate series, one value a sample.
+fn timestamps(
+    file: &Option<PathBuf>,
+    index: Option<usize>,
+    len: usize,
+    metric: Metric,
+    flag: &str,
+) -> Result<Option<Array1<f64>>, Failure> {
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    if !matches!(metric, Metric::Twed(_)) {
+        return Err(Failure::usage(format!(
+            "{flag} applies only to --metric twed, not {}",
+            metric.name()
+        )));
+    }
+    let times = pick(&Input::load(file)?, index, flag)?;
+    if times.ncols() != 1 || times.nrows() != len {
+        return Err(Failure::usage(format!(
+            "{flag} {}: {} x {} values, expected one timestamp for each of the {len} samples",
+            file.display(),
+            times.nrows(),
+            times.ncols()
+        )));
+    }
+    Ok(Some(times.column(0).to_owned()))
 }
 
 /// `file.csv` or `file.ts [3]`, for the plot's legend.
@@ -144,8 +190,8 @@ struct Computed<T> {
 
 fn compute<T: Float>(
     metric: Metric,
-    x: ArrayView2<T>,
-    y: ArrayView2<T>,
+    (x, y): (ArrayView2<T>, ArrayView2<T>),
+    (x_times, y_times): (Option<ArrayView1<T>>, Option<ArrayView1<T>>),
     options: &ComputeOptions,
 ) -> Result<Computed<T>, Failure> {
     Ok(match metric {
@@ -167,7 +213,7 @@ fn compute<T: Float>(
             }
         }
         Metric::Twed(twed) => {
-            let edits = twed_path(x, y, twed, options)?;
+            let edits = twed_path(x, y, x_times, y_times, twed, options)?;
             let mut text = String::from("step,i,j,cost\n");
             let mut computed = Computed {
                 text: None,
@@ -177,7 +223,7 @@ fn compute<T: Float>(
                 links: Vec::new(),
                 deleted: (Vec::new(), Vec::new()),
                 path: Vec::new(),
-                on_gpu: false,
+                on_gpu: edits.on_gpu,
             };
             for edit in &edits.edits {
                 text += &format!("{},{},{},{}\n", edit.step.name(), edit.i, edit.j, edit.cost);
@@ -219,12 +265,23 @@ fn emit<T: Float + WritableElement>(
     args: &Args,
     metric: Metric,
     (x, y): (Array2<f64>, Array2<f64>),
+    times: (Option<Array1<f64>>, Option<Array1<f64>>),
     names: (String, String),
     options: &ComputeOptions,
 ) -> Result<(), Failure> {
     let (xt, yt) = (x.mapv(T::from_f64), y.mapv(T::from_f64));
+    let in_precision = |t: &Option<Array1<f64>>| t.as_ref().map(|t| t.mapv(T::from_f64));
+    let (x_times, y_times) = (in_precision(&times.0), in_precision(&times.1));
     let start = Instant::now();
-    let computed = compute(metric, xt.view(), yt.view(), options)?;
+    let computed = compute(
+        metric,
+        (xt.view(), yt.view()),
+        (
+            x_times.as_ref().map(|t| t.view()),
+            y_times.as_ref().map(|t| t.view()),
+        ),
+        options,
+    )?;
     eprintln!(
         "{}: {} ({}) in {} ms on {} ({})",
         metric.name(),

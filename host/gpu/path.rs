@@ -1,25 +1,30 @@
 //! The GPU's part of the alignment paths' divide and conquer: one long
-//! pair kept on the device with both series reversed too, and the last
-//! column of the DTW matrix of any of its sub-pairs. The pipelined tiled
-//! kernel computes the transposed sub-pair (the columns' series as rows)
-//! and writes that matrix's last row, which is the sub-pair's last column.
+//! pair kept on the device as its measure lays it out (the series forward
+//! and reversed, with timestamps for TWED), and the last column of the
+//! measure's matrix of any two ranges of them. The pipelined tiled kernel
+//! computes the transposed sub-pair (the columns' series as rows: both
+//! measures are symmetric in their two series) and writes that matrix's
+//! last row, which is the sub-pair's last column.
 
-use super::context::Gpu;
+use super::context::{Gpu, KernelParams};
 use super::device::gpu_error;
 use super::long_pair::{check_fits, enqueue_pipelined, pipelined_bytes, PipelinedRun};
 use crate::{Float, Result};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
-use ndarray::{s, ArrayView2};
 use std::mem::size_of;
 use std::ops::Range;
 use std::sync::Arc;
-use timewarp_kernels::{DtwParams, Measure, SetRef};
+use timewarp_kernels::SetRef;
 
-/// A pair on the device: `x`, `y`, reversed `x` and reversed `y`, one
-/// after the other, `dims` values a sample.
+/// Four series on the device (a pair's `x`, `y`, reversed `x`, reversed
+/// `y`), one after the other, `dims` values a sample, with their
+/// timestamps if they have any.
 pub struct DevicePathPair<T> {
-    samples: CudaSlice<T>,
-    lengths: (usize, usize),
+    values: CudaSlice<T>,
+    times: Option<CudaSlice<T>>,
+    /// Where each series starts and how many samples it has.
+    starts: [usize; 4],
+    lengths: [usize; 4],
     dims: usize,
     /// The streams the passes of one level run on at once.
     streams: Vec<Arc<CudaStream>>,
@@ -29,52 +34,71 @@ pub struct DevicePathPair<T> {
 /// when the sub-pairs are narrow (a warp a panel of columns).
 const STREAMS: usize = 16;
 
+/// One pass: samples `rows` of series `x` against samples `cols` of series
+/// `y` (indices into the four series).
+pub type DevicePass = ((usize, Range<usize>), (usize, Range<usize>));
+
 impl<T: Float> DevicePathPair<T> {
-    /// Uploads `x` and `y` (`length x dims` each, equal dims) and their
-    /// reverses.
-    pub fn upload(gpu: &Gpu, x: ArrayView2<T>, y: ArrayView2<T>) -> Result<Self> {
+    /// Uploads the four series (`dims` values a sample) and their
+    /// timestamps (one a sample), if any.
+    pub fn upload(
+        gpu: &Gpu,
+        values: [&[T]; 4],
+        times: Option<[&[T]; 4]>,
+        dims: usize,
+    ) -> Result<Self> {
         let (_one_at_a_time, _budget) = gpu.begin(None)?;
-        let samples: Vec<T> = [x, y, x.slice(s![..;-1, ..]), y.slice(s![..;-1, ..])]
-            .iter()
-            .flat_map(|series| series.iter().copied())
-            .collect();
-        let samples = gpu.stream.clone_htod(&samples).map_err(gpu_error)?;
+        let lengths = values.map(|v| v.len() / dims);
+        let mut starts = [0; 4];
+        for k in 1..4 {
+            starts[k] = starts[k - 1] + lengths[k - 1];
+        }
+        let flat = |parts: [&[T]; 4]| parts.concat();
+        let values = gpu.stream.clone_htod(&flat(values)).map_err(gpu_error)?;
+        let times = times
+            .map(|t| gpu.stream.clone_htod(&flat(t)).map_err(gpu_error))
+            .transpose()?;
         let streams = (0..STREAMS)
             .map(|_| gpu.context.new_stream().map_err(gpu_error))
             .collect::<Result<_>>()?;
         // The other streams read the samples.
         gpu.stream.synchronize().map_err(gpu_error)?;
         Ok(Self {
-            samples,
-            lengths: (x.nrows(), y.nrows()),
-            dims: x.ncols(),
+            values,
+            times,
+            starts,
+            lengths,
+            dims,
             streams,
         })
     }
 
-    /// For each pass `(rows, cols, reversed)`, `D(i, last)` for every row
-    /// `i` of the (unbanded) DTW matrix of `x[rows]` against `y[cols]`, or,
-    /// when `reversed`, of the reversed series' `rows` and `cols` (counted
-    /// from their own first samples). The passes run at once on several
-    /// streams, as many as fit the memory budget at a time.
-    pub fn last_columns(
+    /// For each pass, `D(i, last)` for every row `i` of the (unbanded)
+    /// matrix of `params` of its `x` samples against its `y` samples (and
+    /// whatever samples before them the measure reads, which the caller
+    /// checked are there). The passes run at once on several streams, as
+    /// many as fit the memory budget at a time.
+    pub fn last_columns<P: KernelParams<T>>(
         &self,
         gpu: &Gpu,
-        passes: &[(Range<usize>, Range<usize>, bool)],
+        params: P,
+        passes: &[DevicePass],
     ) -> Result<Vec<Vec<T>>> {
-        let (n, m) = self.lengths;
         let (_one_at_a_time, budget) = gpu.begin(None)?;
         let mut columns = Vec::with_capacity(passes.len());
         let mut queued = Vec::new();
         let mut queued_bytes = 0;
-        for (k, (rows, cols, reversed)) in passes.iter().enumerate() {
+        for (k, ((x, rows), (y, cols))) in passes.iter().enumerate() {
             assert!(
-                rows.start < rows.end && rows.end <= n && cols.start < cols.end && cols.end <= m,
-                "a sub-pair of the pair"
+                rows.start < rows.end
+                    && rows.end <= self.lengths[*x]
+                    && cols.start < cols.end
+                    && cols.end <= self.lengths[*y],
+                "a pass within the pair's series"
             );
             // The launched matrix has y's samples as rows, x's as columns.
             let lengths = (cols.len(), rows.len());
-            let bytes = pipelined_bytes::<T>(Measure::Dtw, lengths.0, lengths.1)
+            let bytes = pipelined_bytes::<T>(P::MEASURE, lengths.0, lengths.1)
                 + (rows.len() + 1) * size_of::<T>();
             if queued_bytes + bytes > budget && !queued.is_empty() {
                 finish(&mut queued, &mut columns)?;
@@ -82,48 +106,54 @@ impl<T: Float> DevicePathPair<T> {
             }
             check_fits(lengths.0, lengths.1, bytes, budget)?;
             let stream = &self.streams[k % self.streams.len()];
-            queued.push(self.enqueue(gpu, stream, rows.clone(), cols.clone(), *reversed)?);
+            let launched = [(*y, cols.clone()), (*x, rows.clone())];
+            queued.push(self.enqueue(gpu, stream, params, launched)?);
             queued_bytes += bytes;
         }
         finish(&mut queued, &mut columns)?;
         Ok(columns)
     }
 
-    /// Queues one pass on `stream`.
-    fn enqueue(
+    /// Queues one pass on `stream`: the matrix of the first range (as
+    /// rows) against the second.
+    fn enqueue<P: KernelParams<T>>(
         &self,
         gpu: &Gpu,
         stream: &Arc<CudaStream>,
-        rows: Range<usize>,
-        cols: Range<usize>,
-        reversed: bool,
+        params: P,
+        launched: [(usize, Range<usize>); 2],
     ) -> Result<QueuedPass<T>> {
-        let (n, m) = self.lengths;
-        let base = self.samples.device_ptr(stream).0;
-        // The first sample of x, y, reversed x, reversed y.
-        let (x_at, y_at) = if reversed { (n + m, 2 * n + m) } else { (0, n) };
-        let address = |sample: usize| base + (sample * self.dims * size_of::<T>()) as u64;
-        let offsets = [0, cols.len() as u64, 0, rows.len() as u64];
+        let values = self.values.device_ptr(stream).0;
+        let times = self.times.as_ref().map(|t| t.device_ptr(stream).0);
+        let offsets: Vec<u64> = launched
+            .iter()
+            .flat_map(|(_, range)| [0, range.len() as u64])
+            .collect();
         let offsets = stream.clone_htod(&offsets).map_err(gpu_error)?;
         let offsets_at = offsets.device_ptr(stream).0 as *const u64;
-        let set = |sample: usize, which: usize| SetRef {
-            values: address(sample) as *const T,
-            // SAFETY (of the add): `offsets` holds two pairs.
-            offsets: unsafe { offsets_at.add(2 * which) },
-            times: std::ptr::null(),
-            count: 1,
-            dims: self.dims as u64,
+        let set = |k: usize| {
+            let (which, range) = &launched[k];
+            let sample = self.starts[*which] + range.start;
+            SetRef {
+                values: (values + (sample * self.dims * size_of::<T>()) as u64) as *const T,
+                // SAFETY (of the add): `offsets` holds two pairs.
+                offsets: unsafe { offsets_at.add(2 * k) },
+                times: times.map_or(std::ptr::null(), |t| {
+                    (t + (sample * size_of::<T>()) as u64) as *const T
+                }),
+                count: 1,
+                dims: self.dims as u64,
+            }
         };
-        let pair = (set(y_at + cols.start, 0), set(x_at + rows.start, 1));
-        let last_row = stream.alloc_zeros::<T>(rows.len() + 1).map_err(gpu_error)?;
+        let (rows, cols) = (launched[0].1.len(), launched[1].1.len());
+        let last_row = stream.alloc_zeros::<T>(cols + 1).map_err(gpu_error)?;
         let last_row_at = last_row.device_ptr(stream).0 as *mut T;
-        let lengths = (cols.len(), rows.len());
         let run = enqueue_pipelined(
             gpu,
             stream,
-            DtwParams::new(None),
-            pair,
-            lengths,
+            params,
+            (set(0), set(1)),
+            (rows, cols),
             last_row_at,
         )?;
         Ok(QueuedPass {

@@ -388,11 +388,7 @@ mod tests {
             band_width::<f64, _>(&DtwParams::new(None), (8, 8), (8, 8)),
             None
         );
-        let twed = TwedParams {
-            nu: 1.0,
-            lambda: 1.0,
-            degree: 2.0,
-        };
+        let twed = TwedParams::new(1.0, 1.0, 2.0);
         assert_eq!(band_width::<f64, _>(&twed, (8, 8), (8, 8)), None);
     }
 

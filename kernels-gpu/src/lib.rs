@@ -56,7 +56,7 @@ mod entries;
 pub use catalogue::{Driver, KernelId};
 pub use measures::dtw::DtwParams;
 pub use measures::soft_dtw::SoftDtwParams;
-pub use measures::twed::TwedParams;
+pub use measures::twed::{BeforeFirst, TwedParams};
 pub use measures::window::SakoeChiba;
 pub use measures::{Measure, MeasureParams};
 pub use real::{Precision, Real};

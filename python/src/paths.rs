@@ -1,10 +1,11 @@
 //! Alignments of one pair: DTW's warping path, TWED's edit path and
 //! Soft-DTW's expected alignment, in float64 (the Python layer,
-//! `timewarp/_paths.py`, passes `length x dims` C-contiguous arrays).
+//! `timewarp/_paths.py`, passes `length x dims` C-contiguous arrays, and
+//! TWED's timestamps as contiguous vectors or `None`).
 
 use super::{invalid, options, py_error};
 use ndarray::Array2;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use timewarp::{Dtw, SoftDtw, Twed};
 
@@ -52,7 +53,8 @@ type EditPathParts<'py> = (
 );
 
 #[pyfunction]
-#[pyo3(signature = (x, y, nu, lmbda, degree, device_name))]
+#[pyo3(signature = (x, y, nu, lmbda, degree, device_name, x_times, y_times))]
+#[allow(clippy::too_many_arguments)]
 pub fn twed_path<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -61,12 +63,18 @@ pub fn twed_path<'py>(
     lmbda: f64,
     degree: f64,
     device_name: &str,
+    x_times: Option<PyReadonlyArray1<'py, f64>>,
+    y_times: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<EditPathParts<'py>> {
     let twed = Twed::new(nu, lmbda, degree).map_err(py_error)?;
     let options = options(device_name)?;
     let (x, y) = (x.as_array(), y.as_array());
+    let (x_times, y_times) = (
+        x_times.as_ref().map(|t| t.as_array()),
+        y_times.as_ref().map(|t| t.as_array()),
+    );
     let path = py
-        .detach(|| timewarp::twed_path(x, y, twed, &options))
+        .detach(|| timewarp::twed_path(x, y, x_times, y_times, twed, &options))
         .map_err(py_error)?;
     let positions: Vec<(usize, usize)> = path.edits.iter().map(|e| (e.i, e.j)).collect();
     let steps = path.edits.iter().map(|e| e.step.name()).collect();

@@ -58,6 +58,21 @@ def test_soft_dtw_alignment_on_the_gpu(gpu, band):
         assert np.all(e[np.abs(i - j) > band + 5] == 0)
 
 
+def test_twed_path_of_a_long_pair_on_the_gpu(gpu):
+    # Past the GPU route's 64 Mi cells: divide and conquer over the GPU's
+    # passes, against the CPU's full-matrix traceback of the same pair.
+    rng = np.random.default_rng(17)
+    x, y = rng.normal(size=9000).cumsum(), rng.normal(size=8000).cumsum()
+    x_times, y_times = rng.uniform(0, 2, 9000).cumsum(), rng.uniform(0, 2, 8000).cumsum()
+    path, steps, costs, value = timewarp.twed_path(
+        x, y, device="gpu", x_times=x_times, y_times=y_times
+    )
+    expected = timewarp.twed_path(x, y, device="cpu", x_times=x_times, y_times=y_times)[3]
+    assert value == pytest.approx(expected, rel=1e-10)
+    assert costs.sum() == pytest.approx(value, rel=1e-10)
+    assert steps[0] == "match" and tuple(path[-1]) == (8999, 7999)
+
+
 def test_knn_keeps_the_training_set_on_the_gpu(gpu):
     train = RNG.normal(size=(40, 30))
     labels = RNG.integers(0, 3, size=40)

@@ -65,6 +65,63 @@ def test_twed_path_costs_add_up_to_cdist():
     assert value == pytest.approx(float(d[0, 0]), rel=1e-12)
 
 
+def numpy_twed(x, y, x_times, y_times, nu, lmbda):
+    """TWED's value (Euclidean norm) with a virtual sample 0 at time 0
+    before each series, written out with numpy."""
+    x, y = np.vstack([np.zeros(x.shape[1]), x]), np.vstack([np.zeros(y.shape[1]), y])
+    tx, ty = np.concatenate([[0.0], x_times]), np.concatenate([[0.0], y_times])
+    n, m = len(x) - 1, len(y) - 1
+    d = np.full((n + 1, m + 1), np.inf)
+    d[0, 0] = 0.0
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            delete_x = np.linalg.norm(x[i] - x[i - 1]) + nu * (tx[i] - tx[i - 1]) + lmbda
+            delete_y = np.linalg.norm(y[j] - y[j - 1]) + nu * (ty[j] - ty[j - 1]) + lmbda
+            match = (
+                np.linalg.norm(x[i] - y[j])
+                + np.linalg.norm(x[i - 1] - y[j - 1])
+                + nu * (abs(tx[i] - ty[j]) + abs(tx[i - 1] - ty[j - 1]))
+            )
+            d[i, j] = min(d[i - 1, j] + delete_x, d[i, j - 1] + delete_y, d[i - 1, j - 1] + match)
+    return float(d[n, m])
+
+
+@pytest.mark.parametrize("n,m,dims", [(1, 1, 1), (2, 7, 1), (15, 11, 2)])
+def test_twed_path_takes_timestamps(n, m, dims):
+    rng = np.random.default_rng(n * 10 + m)
+    x, y = rng.normal(size=(n, dims)), rng.normal(size=(m, dims))
+    x_times = np.cumsum(rng.uniform(0.0, 3.0, size=n)) - 2.0
+    y_times = list(np.cumsum(rng.uniform(0.0, 3.0, size=m)))
+    path, steps, costs, value = timewarp.twed_path(
+        x, y, nu=0.3, lmbda=0.5, device="cpu", x_times=x_times, y_times=y_times
+    )
+    assert value == pytest.approx(numpy_twed(x, y, x_times, np.array(y_times), 0.3, 0.5), rel=1e-12)
+    assert costs.sum() == pytest.approx(value, rel=1e-12)
+    assert steps[0] == "match" and tuple(path[0]) == (0, 0) and tuple(path[-1]) == (n - 1, m - 1)
+    # The default timestamps are 0, 1, 2, ...
+    default = timewarp.twed_path(x, y, nu=0.3, lmbda=0.5, device="cpu")
+    explicit = timewarp.twed_path(
+        x, y, nu=0.3, lmbda=0.5, device="cpu", x_times=np.arange(n), y_times=np.arange(m)
+    )
+    assert default[3] == explicit[3]
+    np.testing.assert_array_equal(default[0], explicit[0])
+    assert default[3] == pytest.approx(numpy_twed(x, y, np.arange(n), np.arange(m), 0.3, 0.5), rel=1e-12)
+
+
+def test_bad_timestamps_are_timewarp_errors():
+    x = np.zeros(4)
+    for times, message in [
+        (np.arange(3.0), "3 values for a series of 4"),
+        (np.array([0.0, 1.0, np.nan, 3.0]), "timestamp 2 of x is NaN"),
+        (np.array([0.0, 2.0, 1.0, 3.0]), "non-decreasing"),
+        (np.zeros((4, 1)), "x_times"),
+    ]:
+        with pytest.raises(timewarp.TimewarpError, match=message):
+            timewarp.twed_path(x, x, device="cpu", x_times=times)
+    with pytest.raises(timewarp.TimewarpError, match="timestamp 0 of y is inf"):
+        timewarp.twed_path(x, x, device="cpu", y_times=[np.inf, 1.0, 2.0, 3.0])
+
+
 def test_soft_dtw_alignment_is_the_gradient_of_the_value():
     rng = np.random.default_rng(11)
     x, y = rng.normal(size=(6, 1)), rng.normal(size=(5, 1))

@@ -1,6 +1,6 @@
 """Alignments of one pair: DTW's warping path, TWED's edit path, Soft-DTW's
 expected alignment, in float64 (on the GPU for Soft-DTW's alignment and
-long DTW paths when `device` resolves to one)."""
+the passes of long DTW and TWED paths when `device` resolves to one)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,16 @@ def dtw_path(x: Any, y: Any, band: Optional[int] = None, device: str = "auto"):
     return _ext.dtw_path(_series(x, "x"), _series(y, "y"), _band(band), device)
 
 
+def _times(times: Any, name: str) -> Optional[np.ndarray]:
+    """Timestamps as a C-contiguous float64 ``(length,)`` array, or None."""
+    if times is None:
+        return None
+    array = np.asarray(times, dtype=np.float64)
+    if array.ndim != 1:
+        raise TimewarpError(f"{name}: one timestamp a sample, shape (length,); got shape {array.shape}")
+    return np.ascontiguousarray(array)
+
+
 def twed_path(
     x: Any,
     y: Any,
@@ -42,12 +52,16 @@ def twed_path(
     lmbda: float = 1.0,
     degree: float = 2.0,
     device: str = "auto",
+    x_times: Any = None,
+    y_times: Any = None,
 ):
-    """TWED's optimal edit path of `x` against `y` (samples at times 0, 1,
-    2, ...) and its value. Returns ``(path, steps, costs, value)``: `path`
-    the ``(k, 2)`` cells the steps reach, `steps` their kinds (``"match"``,
-    ``"delete-x"``, ``"delete-y"``), `costs` their costs, adding up to
-    `value`."""
+    """TWED's optimal edit path of `x` against `y` and its value, the
+    samples at times `x_times` and `y_times` (``(length,)`` each, finite,
+    non-decreasing; None: 0, 1, 2, ...). Returns ``(path, steps, costs,
+    value)``: `path` the ``(k, 2)`` cells the steps reach, `steps` their
+    kinds (``"match"``, ``"delete-x"``, ``"delete-y"``), `costs` their
+    costs, adding up to `value`. Long pairs take memory linear in their
+    lengths."""
     return _ext.twed_path(
         _series(x, "x"),
         _series(y, "y"),
@@ -55,6 +69,8 @@ def twed_path(
         _float("lmbda", lmbda),
         _float("degree", degree),
         device,
+        _times(x_times, "x_times"),
+        _times(y_times, "y_times"),
     )
 
 

@@ -1,8 +1,13 @@
 //! DTW's warping path with a matrix of steps: one byte per cell of the
-//! pair, or per cell of its Sakoe-Chiba band, and two rows of costs.
+//! pair, or per cell of its Sakoe-Chiba band, and two rows of costs; and
+//! its divide and conquer in linear memory ([`DtwPair`]).
 
+use super::check_pair;
+use super::hirschberg::{least, Pass, PassSeries, PathPair, SubPair};
 use super::types::{Alignment, Samples, Step};
 use crate::{Error, Float, Result};
+use ndarray::{s, ArrayView2};
+use timewarp_kernels::DtwParams;
 
 /// The columns `lo..=hi` of 0-based row `i` that a band of radius `r`
 /// allows for lengths `n`, `m` (all of them without a band): the band of
@@ -92,4 +97,128 @@ pub(super) fn traceback<T: Float>(
         value,
         on_gpu: false,
     })
+}
+
+/// DTW's divide and conquer of one unbanded pair ([`crate::hirschberg`]):
+/// a [`SubPair`] is a rectangle of cells, from its first cell to its last.
+/// It splits after its middle column `c`: the forward pass gives the cost
+/// of reaching each cell of column `c`, the backward pass (the forward
+/// pass over the reversed series, exact for DTW since its costs belong to
+/// cells) the cost from each cell of column `c + 1` to the end, and the
+/// path crosses from `(i, c)` to `(i, c + 1)` or `(i + 1, c + 1)` where
+/// their sum is least (the lowest such row, the diagonal step first).
+pub struct DtwPair<'a, T: Float> {
+    x: ArrayView2<'a, T>,
+    y: ArrayView2<'a, T>,
+    series: PassSeries<T, DtwParams>,
+}
+
+impl<'a, T: Float> DtwPair<'a, T> {
+    /// The pair `x`, `y` (`length x dims` each), checked as `distance`
+    /// checks it.
+    pub fn new(x: ArrayView2<'a, T>, y: ArrayView2<'a, T>) -> Result<Self> {
+        check_pair(x, y)?;
+        let flat = |series: ArrayView2<T>| series.iter().copied().collect::<Vec<_>>();
+        let values = [
+            flat(x),
+            flat(y),
+            flat(x.slice(s![..;-1, ..])),
+            flat(y.slice(s![..;-1, ..])),
+        ];
+        let series = PassSeries::new(DtwParams::new(None), x.ncols(), 0, values, None);
+        Ok(Self { x, y, series })
+    }
+}
+
+impl<T: Float> PathPair<T> for DtwPair<'_, T> {
+    type Params = DtwParams;
+    type Step = (usize, usize);
+    type Path = Alignment<T>;
+
+    fn pass_series(&self) -> &PassSeries<T, DtwParams> {
+        &self.series
+    }
+
+    fn whole(&self) -> SubPair {
+        SubPair {
+            rows: 0..self.x.nrows(),
+            cols: 0..self.y.nrows(),
+        }
+    }
+
+    fn is_leaf(&self, part: &SubPair, leaf_cells: usize) -> bool {
+        let (rows, cols) = (part.rows.len(), part.cols.len());
+        rows == 1 || cols == 1 || (rows as u128 * cols as u128) <= leaf_cells as u128
+    }
+
+    /// The forward pass to the middle column, and the backward pass (over
+    /// the reversed series) to the column after it.
+    fn passes(&self, part: &SubPair) -> [Pass; 2] {
+        let (n, m) = (self.x.nrows(), self.y.nrows());
+        let c = middle(part);
+        [
+            Pass {
+                rows: part.rows.clone(),
+                cols: part.cols.start..c + 1,
+                reversed: false,
+            },
+            Pass {
+                rows: n - part.rows.end..n - part.rows.start,
+                cols: m - part.cols.end..m - (c + 1),
+                reversed: true,
+            },
+        ]
+    }
+
+    fn halves(&self, part: &SubPair, forward: &[T], backward: &[T]) -> Result<[SubPair; 2]> {
+        let n = part.rows.len();
+        // The cost from (i, c + 1) to the end, the cell's own cost included.
+        let to_end = |i: usize| backward[n - 1 - i];
+        // Each row's crossings: the diagonal step (but from the last row),
+        // then the step to the right.
+        let crossings = (0..n).flat_map(|i| {
+            let diagonal = (i + 1 < n).then(|| (i, true, forward[i] + to_end(i + 1)));
+            diagonal
+                .into_iter()
+                .chain([(i, false, forward[i] + to_end(i))])
+        });
+        let crossings: Vec<_> = crossings.collect();
+        let (_, k) = least(crossings.iter().map(|&(_, _, total)| total))?;
+        let (row, is_diagonal, _) = crossings[k];
+        let (row, c) = (part.rows.start + row, middle(part));
+        Ok([
+            SubPair {
+                rows: part.rows.start..row + 1,
+                cols: part.cols.start..c + 1,
+            },
+            SubPair {
+                rows: row + usize::from(is_diagonal)..part.rows.end,
+                cols: c + 1..part.cols.end,
+            },
+        ])
+    }
+
+    fn leaf(&self, part: &SubPair) -> Result<(Vec<(usize, usize)>, T)> {
+        let leaf = traceback(
+            &Samples::new(self.x.slice(s![part.rows.clone(), ..])),
+            &Samples::new(self.y.slice(s![part.cols.clone(), ..])),
+            None,
+        )?;
+        let (row0, col0) = (part.rows.start, part.cols.start);
+        let path = leaf.path.iter().map(|&(i, j)| (i + row0, j + col0));
+        Ok((path.collect(), leaf.value))
+    }
+
+    fn path(&self, path: Vec<(usize, usize)>, value: T) -> Alignment<T> {
+        Alignment {
+            path,
+            value,
+            on_gpu: false,
+        }
+    }
+}
+
+/// The column a sub-pair is split after.
+fn middle(part: &SubPair) -> usize {
+    part.cols.start + (part.cols.len() - 1) / 2
 }

@@ -2,14 +2,17 @@
 //! edit path and Soft-DTW's expected alignment of one pair, with the value.
 //!
 //! DTW and TWED keep one byte a cell for the steps (of the Sakoe-Chiba
-//! band only, when there is one) and two rows of costs; an unbanded DTW
-//! pair whose steps exceed [`PATH_WORKSPACE_BYTES`] is solved in memory
-//! linear in its lengths by Hirschberg's divide and conquer
-//! ([`hirschberg`]), over whole last columns of sub-pairs that a
-//! [`LastColumn`] provider computes, the CPU's or the GPU's
-//! ([`GpuLastColumn`]). Soft-DTW's alignment runs on the GPU whenever the
-//! device resolves to one. Ties between equally cheap steps follow
-//! one rule (docs/algorithms.md, "Paths"): the diagonal, then the step from
+//! band only, when there is one) and two rows of costs; an unbanded pair
+//! whose steps exceed [`PATH_WORKSPACE_BYTES`] is solved in memory linear
+//! in its lengths by Hirschberg's divide and conquer ([`hirschberg`]),
+//! one recursion for both measures: the measure's pair ([`DtwPair`],
+//! [`TwedPair`]: [`PathPair`]) says how a part splits and how its halves
+//! meet, a [`LastColumn`] provider computes the passes, on the CPU
+//! ([`CpuLastColumn`]) or the GPU ([`GpuLastColumn`]); with a GPU,
+//! unbanded pairs of many cells take that route within the workspace too,
+//! their passes on the GPU. Soft-DTW's alignment runs on the GPU whenever
+//! the device resolves to one. Ties between equally cheap steps follow one
+//! rule (docs/algorithms.md, "Paths"): the diagonal, then the step from
 //! the row above, then the one from the left.
 
 mod dtw;
@@ -19,14 +22,19 @@ mod soft;
 mod twed;
 mod types;
 
-pub use hirschberg::{hirschberg, CpuLastColumn, LastColumn, Pass, HIRSCHBERG_LEAF_CELLS};
+pub use dtw::DtwPair;
+pub use hirschberg::{
+    hirschberg, CpuLastColumn, LastColumn, Pass, PassSeries, PathPair, SubPair,
+    HIRSCHBERG_LEAF_CELLS,
+};
 pub use on_gpu::{GpuLastColumn, GPU_LAST_COLUMN_MIN_CELLS};
+pub use twed::TwedPair;
 pub use types::{Alignment, Edit, EditPath, EditStep};
 
 use super::finite::check_finite;
 use super::soft_dtw::params as soft_dtw_params;
 use crate::{Backend, ComputeOptions, Dtw, Error, Float, Result, SeriesSet, SoftDtw, Twed};
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array2, ArrayView1, ArrayView2};
 use types::Samples;
 
 /// The memory the whole-matrix computations may take: DTW's and TWED's
@@ -44,6 +52,30 @@ fn check_pair<T: Float>(x: ArrayView2<T>, y: ArrayView2<T>) -> Result<()> {
             first: x.ncols(),
             second: y.ncols(),
         });
+    }
+    Ok(())
+}
+
+/// Checks the timestamps of a series of `len` samples, `name` in the
+/// messages: one a sample, finite, non-decreasing.
+fn check_times<T: Float>(times: Option<ArrayView1<T>>, len: usize, name: &str) -> Result<()> {
+    let Some(times) = times else {
+        return Ok(());
+    };
+    if times.len() != len {
+        return Err(Error::InvalidInput(format!(
+            "the timestamps of {name}: {} values for a series of {len} samples",
+            times.len()
+        )));
+    }
+    let mut previous = None;
+    for (k, &t) in times.iter().enumerate() {
+        if !t.is_finite() || previous.is_some_and(|p| t < p) {
+            return Err(Error::InvalidInput(format!(
+                "timestamp {k} of {name} is {t}: timestamps must be finite and non-decreasing"
+            )));
+        }
+        previous = Some(t);
     }
     Ok(())
 }
@@ -81,9 +113,9 @@ pub fn dtw_path<T: Float>(
     let cells = dtw::cells(n, m, dtw.band());
     if dtw.band().is_none() && cells > GPU_PATH_MIN_CELLS as u128 {
         if let Backend::Gpu(gpu) = Backend::resolve_on(options.device, options.gpus)? {
-            let provider = GpuLastColumn::new(gpu, x, y)?;
-            let alignment = hirschberg(x, y, &provider, GPU_LEAF_CELLS)?;
-            return finite(Alignment {
+            let pair = DtwPair::new(x, y)?;
+            let alignment = hirschberg(&pair, &GpuLastColumn::new(gpu, &pair)?, GPU_LEAF_CELLS)?;
+            return check_finite(&[alignment.value], false).map(|()| Alignment {
                 on_gpu: true,
                 ..alignment
             });
@@ -101,16 +133,13 @@ pub fn dtw_path<T: Float>(
             "; narrow the band or drop it",
         ));
     }
-    finite(hirschberg(
-        x,
-        y,
-        &CpuLastColumn::new(x, y),
-        HIRSCHBERG_LEAF_CELLS,
-    )?)
+    let pair = DtwPair::new(x, y)?;
+    let alignment = hirschberg(&pair, &CpuLastColumn::new(&pair), HIRSCHBERG_LEAF_CELLS)?;
+    check_finite(&[alignment.value], false).map(|()| alignment)
 }
 
-/// An unbanded DTW path of more cells than this, with a GPU, is computed
-/// by divide and conquer over the GPU's last columns: the CPU's full-matrix
+/// An unbanded path of more cells than this, with a GPU, is computed by
+/// divide and conquer over the GPU's last columns: the CPU's full-matrix
 /// traceback of such a pair takes longer than the GPU's passes.
 const GPU_PATH_MIN_CELLS: usize = 1 << 26;
 
@@ -118,37 +147,58 @@ const GPU_PATH_MIN_CELLS: usize = 1 << 26;
 /// all cores at once, while the GPU computes the next columns.
 const GPU_LEAF_CELLS: usize = 1 << 22;
 
-/// The alignment, or the overflow error if its value is not finite.
-fn finite<T: Float>(alignment: Alignment<T>) -> Result<Alignment<T>> {
-    if alignment.value.is_finite() {
-        Ok(alignment)
-    } else {
-        Err(Error::Overflow { precision: T::NAME })
-    }
-}
-
 /// The optimal TWED edit path of `x` against `y` (`length x dims` each,
-/// sample `k` at time `k`, as [`crate::distance`] takes them), and its
-/// value, which is [`crate::distance`]'s: each step with the cell it
-/// reaches and its cost, the costs adding up to the value. Computed on the
-/// CPU whatever `options.device` says.
+/// at `x_times` and `y_times`, or, where `None`, sample `k` at time `k`, as
+/// [`SeriesSet`] has them), and its value, which is [`crate::distance`]'s
+/// (of the same timestamps): each step with the cell it reaches and its
+/// cost, the costs adding up to the value.
 ///
-/// Errors: as [`dtw_path`]'s, and a pair whose steps (one byte a cell)
-/// exceed [`PATH_WORKSPACE_BYTES`].
+/// Memory: one byte per cell up to [`PATH_WORKSPACE_BYTES`], beyond that
+/// linear in the lengths ([`hirschberg`] over [`TwedPair`]), which takes
+/// about twice the time. With a GPU (`options.device`), a pair of many
+/// cells takes that route too, its passes on the GPU; everything else is
+/// computed on the CPU.
+///
+/// Errors: as [`dtw_path`]'s, and timestamps that are not one a sample,
+/// finite and non-decreasing.
 pub fn twed_path<T: Float>(
     x: ArrayView2<T>,
     y: ArrayView2<T>,
+    x_times: Option<ArrayView1<T>>,
+    y_times: Option<ArrayView1<T>>,
     twed: Twed,
     options: &ComputeOptions,
 ) -> Result<EditPath<T>> {
-    let _ = options;
     check_pair(x, y)?;
-    let (n, m) = (x.nrows(), y.nrows());
-    let cells = n as u128 * m as u128;
-    if cells > PATH_WORKSPACE_BYTES as u128 {
-        return Err(too_large("the TWED edit path", (n, m), cells, ""));
+    check_times(x_times, x.nrows(), "x")?;
+    check_times(y_times, y.nrows(), "y")?;
+    let cells = x.nrows() as u128 * y.nrows() as u128;
+    if cells > GPU_PATH_MIN_CELLS as u128 {
+        if let Backend::Gpu(gpu) = Backend::resolve_on(options.device, options.gpus)? {
+            let pair = TwedPair::new((x, x_times), (y, y_times), twed)?;
+            let path = hirschberg(&pair, &GpuLastColumn::new(gpu, &pair)?, GPU_LEAF_CELLS)?;
+            return check_finite(&[path.value], false).map(|()| EditPath {
+                on_gpu: true,
+                ..path
+            });
+        }
     }
-    twed::traceback(&Samples::new(x), &Samples::new(y), twed)
+    if cells <= PATH_WORKSPACE_BYTES as u128 {
+        let costs = twed::Costs::new((x, x_times), (y, y_times), twed);
+        let whole = SubPair {
+            rows: 0..x.nrows() + 1,
+            cols: 0..y.nrows() + 1,
+        };
+        let (edits, value) = twed::traceback(&costs, &whole)?;
+        return Ok(EditPath {
+            edits,
+            value,
+            on_gpu: false,
+        });
+    }
+    let pair = TwedPair::new((x, x_times), (y, y_times), twed)?;
+    let path = hirschberg(&pair, &CpuLastColumn::new(&pair), HIRSCHBERG_LEAF_CELLS)?;
+    check_finite(&[path.value], false).map(|()| path)
 }
 
 /// Soft-DTW's expected alignment of `x` against `y` (`n x m`: entry

@@ -55,6 +55,8 @@ pub struct EditPath<T> {
     /// `y_0`, the last reaches `(n - 1, m - 1)`.
     pub edits: Vec<Edit<T>>,
     pub value: T,
+    /// Whether the GPU computed it (the long pairs' passes).
+    pub on_gpu: bool,
 }
 
 /// A series as contiguous samples of `dims` values (copied when the view

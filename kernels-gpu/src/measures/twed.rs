@@ -1,6 +1,8 @@
 //! Time Warp Edit Distance (Marteau 2009), as in the reference C code: a
-//! virtual sample of value 0 at time 0 precedes each series, the norm is
-//! `(sum |u_k - v_k|^p)^(1/p)` with `p = degree`.
+//! virtual sample of value 0 at time 0 precedes each series (or, for a
+//! series that continues another, the sample stored before it:
+//! [`BeforeFirst`]), the norm is `(sum |u_k - v_k|^p)^(1/p)` with
+//! `p = degree`.
 
 use super::{Measure, MeasureParams};
 use crate::{Neighbours, Real, Recurrence, Series, Unbounded};
@@ -15,6 +17,43 @@ pub struct TwedParams<T> {
     pub lambda: T,
     /// Exponent `p >= 1` of the Lp norm between samples.
     pub degree: T,
+    /// The sample before each series' first, which the first row's and
+    /// the first column's costs read.
+    pub before_first: BeforeFirst,
+}
+
+/// What precedes the first sample of each series of a TWED pair.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BeforeFirst {
+    /// A virtual sample of value 0 at time 0: TWED's own definition.
+    #[default]
+    VirtualZero,
+    /// The sample stored just before the series (index -1 of its values
+    /// and of its timestamps; with no timestamps, at time -1): a series
+    /// that continues another, as the alignment paths' divide and conquer
+    /// computes the sub-pairs of one long pair.
+    Stored,
+}
+
+impl<T> TwedParams<T> {
+    /// TWED's own definition (the virtual zero before each series).
+    pub const fn new(nu: T, lambda: T, degree: T) -> Self {
+        TwedParams {
+            nu,
+            lambda,
+            degree,
+            before_first: BeforeFirst::VirtualZero,
+        }
+    }
+
+    /// The same with each series' preceding sample stored before it.
+    pub fn with_stored_before_first(self) -> Self {
+        TwedParams {
+            before_first: BeforeFirst::Stored,
+            ..self
+        }
+    }
 }
 
 impl<T: Copy> MeasureParams for TwedParams<T> {
@@ -31,13 +70,40 @@ unsafe fn value_or_zero<T: Real>(s: &Series<T>, k: usize, d: usize) -> T {
     }
 }
 
-/// Timestamp of 1-based sample `k` of `s`; the virtual sample 0 is at time 0.
-#[inline(always)]
-unsafe fn time_or_zero<T: Real>(s: &Series<T>, k: usize) -> T {
-    if k == 0 {
-        T::ZERO
-    } else {
-        s.time(k - 1)
+impl<T: Real> TwedParams<T> {
+    /// The series to read the samples before those of `s` from, and how
+    /// far back: 1-based sample `k - back` of the result is sample `k - 1`
+    /// of `s` (its values; [`value_or_zero`] and [`lp_distance`] read no
+    /// times). With the virtual zero, `s` itself and `back = 1`; with the
+    /// sample before the first stored, `s` one sample earlier and
+    /// `back = 0`, so that index 0 (the virtual zero) is never asked for.
+    /// The cells' loops compute it once, outside the loop.
+    #[inline(always)]
+    fn predecessors(&self, s: &Series<T>) -> (Series<T>, usize) {
+        match self.before_first {
+            BeforeFirst::VirtualZero => (*s, 1),
+            BeforeFirst::Stored => {
+                let earlier = Series {
+                    values: s.values.wrapping_sub(s.dims),
+                    len: s.len + 1,
+                    ..*s
+                };
+                (earlier, 0)
+            }
+        }
+    }
+
+    /// Timestamp of 1-based sample `k` of `s`; sample 0 is the one before
+    /// the first.
+    #[inline(always)]
+    unsafe fn time_or_before(&self, s: &Series<T>, k: usize) -> T {
+        match (k, self.before_first) {
+            (0, BeforeFirst::VirtualZero) => T::ZERO,
+            // Without timestamps sample `t` is at time `t`.
+            (0, BeforeFirst::Stored) if s.times.is_null() => T::ZERO - T::ONE,
+            (0, BeforeFirst::Stored) => *s.times.wrapping_sub(1),
+            _ => s.time(k - 1),
+        }
     }
 }
 
@@ -106,14 +172,15 @@ impl<T: Real> TwedParams<T> {
     /// the time elapsed since then, and the constant penalty.
     #[inline(always)]
     unsafe fn sample(&self, s: &Series<T>, k: usize) -> TwedSample<T> {
-        let time = time_or_zero(s, k);
-        let previous_time = time_or_zero(s, k - 1);
-        let value = value_or_zero(s, k, 0);
-        let previous_value = value_or_zero(s, k - 1, 0);
+        let (earlier, back) = self.predecessors(s);
+        let time = s.time(k - 1);
+        let previous_time = self.time_or_before(s, k - 1);
+        let value = s.value(k - 1, 0);
+        let previous_value = value_or_zero(&earlier, k - back, 0);
         let distance = if s.dims == 1 {
             (value - previous_value).abs()
         } else {
-            lp_distance(self.degree, s, k, s, k - 1)
+            lp_distance(self.degree, s, k, &earlier, k - back)
         };
         TwedSample {
             index: k as u32,
@@ -178,7 +245,9 @@ impl<T: Real> Recurrence<T> for TwedParams<T> {
             (row.value - column.value).abs() + (row.previous_value - column.previous_value).abs()
         } else {
             let (i, j) = (row.index as usize, column.index as usize);
-            lp_distance(self.degree, a, i, b, j) + lp_distance(self.degree, a, i - 1, b, j - 1)
+            let ((a_earlier, back), (b_earlier, _)) = (self.predecessors(a), self.predecessors(b));
+            lp_distance(self.degree, a, i, b, j)
+                + lp_distance(self.degree, &a_earlier, i - back, &b_earlier, j - back)
         };
         let match_cost = distances
             + self.nu

@@ -49,7 +49,7 @@ macro_rules! with_params {
                 $body
             }
             crate::common::driver::Measure::Twed(nu, lambda, degree) => {
-                let $p = timewarp_kernels::TwedParams { nu, lambda, degree };
+                let $p = timewarp_kernels::TwedParams::new(nu, lambda, degree);
                 $body
             }
         }

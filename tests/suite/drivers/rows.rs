@@ -113,11 +113,7 @@ fn interleaved_rows_equal_contiguous_rows() {
     let dtw =
         |rows| unsafe { pair_value(&DtwParams::new(Some(4)), &series(&a), &series(&b), rows) };
     let twed = |rows| {
-        let params = TwedParams {
-            nu: 0.5,
-            lambda: 0.25,
-            degree: 2.0,
-        };
+        let params = TwedParams::new(0.5, 0.25, 2.0);
         unsafe { pair_value(&params, &series(&a), &series(&b), rows) }
     };
     for stride in [2, 7, 32] {

@@ -152,11 +152,7 @@ fn stencil_values_match_the_oracle() {
                     check_value(&params, metric, &pair);
                 }
             }
-            let params = TwedParams {
-                nu: 0.5,
-                lambda: 1.0,
-                degree: 2.0,
-            };
+            let params = TwedParams::new(0.5, 1.0, 2.0);
             check_value(&params, Twed::new(0.5, 1.0, 2.0).unwrap().into(), &pair);
         }
     }

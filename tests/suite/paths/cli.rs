@@ -3,7 +3,7 @@
 use ndarray::Array2;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
-use timewarp::{dtw_path, ComputeOptions, Device, Dtw};
+use timewarp::{dtw_path, twed_path, ComputeOptions, Device, Dtw, EditStep, Twed};
 
 use crate::cli::{bundled, timewarp};
 
@@ -124,6 +124,106 @@ fn align_twed_and_soft_dtw_write_their_csv() {
     assert_eq!(text.lines().count(), 12);
     assert!(text.lines().all(|l| l.split(',').count() == 9));
     assert_eq!(svg_size(&plot), (900, 500));
+}
+
+/// `--times-a` and `--times-b` give TWED's timestamps: the steps are the
+/// library's with the same timestamps (and not those of 0, 1, 2, ...);
+/// they are refused for other measures, of the wrong length, or
+/// decreasing.
+#[test]
+fn align_twed_takes_timestamps() {
+    let dir = TempDir::new().unwrap();
+    let (x, y) = (wave(12, 0.0), wave(9, 1.0));
+    let (a, b) = (one_series(&dir, "a.csv", &x), one_series(&dir, "b.csv", &y));
+    let tx: Vec<f64> = (0..12).map(|k| (k * k) as f64 * 0.25).collect();
+    let ty: Vec<f64> = (0..9).map(|k| 3.0 + k as f64 * 1.5).collect();
+    let (ta, tb) = (
+        one_series(&dir, "ta.csv", &tx),
+        one_series(&dir, "tb.csv", &ty),
+    );
+    let output = timewarp()
+        .args([
+            "align", "--metric", "twed", "--nu", "0.5", "--device", "cpu",
+        ])
+        .arg(&a)
+        .arg(&b)
+        .arg("--times-a")
+        .arg(&ta)
+        .arg("--times-b")
+        .arg(&tb)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(output).unwrap();
+    let steps: Vec<(String, usize, usize, f64)> = text
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            let number = |k: usize| fields[k].parse::<usize>().unwrap();
+            (
+                fields[0].to_string(),
+                number(1),
+                number(2),
+                fields[3].parse().unwrap(),
+            )
+        })
+        .collect();
+    let column = |v: &[f64]| Array2::from_shape_vec((v.len(), 1), v.to_vec()).unwrap();
+    let vector = |v: &[f64]| ndarray::Array1::from(v.to_vec());
+    let (xs, ys, txs, tys) = (column(&x), column(&y), vector(&tx), vector(&ty));
+    let twed = Twed::new(0.5, 1.0, 2.0).unwrap();
+    let cpu = ComputeOptions::on(Device::Cpu);
+    let timed = twed_path(
+        xs.view(),
+        ys.view(),
+        Some(txs.view()),
+        Some(tys.view()),
+        twed,
+        &cpu,
+    )
+    .unwrap();
+    let expected: Vec<_> = timed
+        .edits
+        .iter()
+        .map(|e| (e.step.name().to_string(), e.i, e.j, e.cost))
+        .collect();
+    assert_eq!(steps, expected);
+    let untimed = twed_path(xs.view(), ys.view(), None, None, twed, &cpu).unwrap();
+    assert!((untimed.value - timed.value).abs() > 1e-6 * timed.value);
+    assert_eq!(timed.edits[0].step, EditStep::Match);
+
+    let refused = |args: &[&str], times: &Path, expected: &str| {
+        let output = timewarp()
+            .args(["align", "--device", "cpu"])
+            .args(args)
+            .arg(&a)
+            .arg(&b)
+            .arg("--times-a")
+            .arg(times)
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let message = String::from_utf8(output).unwrap();
+        assert!(message.contains(expected), "{message}");
+    };
+    refused(
+        &["--metric", "dtw"],
+        &ta,
+        "--times-a applies only to --metric twed",
+    );
+    refused(
+        &["--metric", "twed"],
+        &tb,
+        "expected one timestamp for each of the 12",
+    );
+    let decreasing: Vec<f64> = tx.iter().rev().copied().collect();
+    let decreasing = one_series(&dir, "down.csv", &decreasing);
+    refused(&["--metric", "twed"], &decreasing, "non-decreasing");
 }
 
 #[test]

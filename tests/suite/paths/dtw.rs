@@ -5,7 +5,8 @@ use super::{pair_series, rng, SHAPES};
 use crate::common::tolerance;
 use ndarray::{Array2, ArrayView2};
 use timewarp::{
-    distance, dtw_path, hirschberg, oracle, ComputeOptions, CpuLastColumn, Device, Dtw, Float,
+    distance, dtw_path, hirschberg, oracle, ComputeOptions, CpuLastColumn, Device, Dtw, DtwPair,
+    Float,
 };
 
 fn cpu() -> ComputeOptions {
@@ -112,14 +113,9 @@ fn hirschberg_matches_the_full_matrix() {
         let (x, _) = pair_series::<f64>(&mut rng, n, 1);
         let (y, _) = pair_series::<f64>(&mut rng, m, 1);
         let (expected_path, expected) = oracle::dtw_path(x.view(), y.view(), None);
+        let pair = DtwPair::new(x.view(), y.view()).unwrap();
         for leaf in [1, 16, 4096] {
-            let got = hirschberg(
-                x.view(),
-                y.view(),
-                &CpuLastColumn::new(x.view(), y.view()),
-                leaf,
-            )
-            .unwrap();
+            let got = hirschberg(&pair, &CpuLastColumn::new(&pair), leaf).unwrap();
             assert_eq!(got.path, expected_path, "{n} x {m}, leaf {leaf}");
             let diff = (got.value - expected).abs();
             assert!(
@@ -132,13 +128,8 @@ fn hirschberg_matches_the_full_matrix() {
     // Multivariate and f32: a valid path of the optimal cost.
     let (x, xf) = pair_series::<f32>(&mut rng, 120, 3);
     let (y, yf) = pair_series::<f32>(&mut rng, 90, 3);
-    let got = hirschberg(
-        x.view(),
-        y.view(),
-        &CpuLastColumn::new(x.view(), y.view()),
-        8,
-    )
-    .unwrap();
+    let pair = DtwPair::new(x.view(), y.view()).unwrap();
+    let got = hirschberg(&pair, &CpuLastColumn::new(&pair), 8).unwrap();
     assert_valid_path(&got.path, 120, 90, None);
     let expected = oracle::dtw(xf.view(), yf.view(), None);
     let cost = path_cost(&got.path, xf.view(), yf.view());

@@ -12,7 +12,7 @@ use crate::common::{error_scale, on_gpu, tolerance};
 use timewarp::gpu::Gpu;
 use timewarp::{
     distance, dtw_path, hirschberg, oracle, soft_dtw_alignment, ComputeOptions, CpuLastColumn,
-    Device, Dtw, Error, Float, GpuLastColumn, LastColumn, SoftDtw,
+    Device, Dtw, DtwPair, Error, Float, GpuLastColumn, LastColumn, SoftDtw,
 };
 
 /// Every sub-pair's last column, forward and reversed, from the GPU
@@ -25,10 +25,9 @@ fn columns_match<T: Float>(dims: usize) {
     let (x, _) = pair_series::<T>(&mut rng, n, dims);
     let (y, _) = pair_series::<T>(&mut rng, m, dims);
     let gpu = Gpu::get().unwrap();
-    let on_gpu = GpuLastColumn::new(gpu, x.view(), y.view())
-        .unwrap()
-        .with_min_cells(0);
-    let on_cpu = CpuLastColumn::new(x.view(), y.view());
+    let pair = DtwPair::new(x.view(), y.view()).unwrap();
+    let on_gpu = GpuLastColumn::new(gpu, &pair).unwrap().with_min_cells(0);
+    let on_cpu = CpuLastColumn::new(&pair);
     // Whole, one row, one column, narrower than a panel, odd offsets.
     let ranges = [
         (0..n, 0..m),
@@ -85,11 +84,10 @@ fn gpu_hirschberg_matches_the_full_matrix() {
         let (x, _) = pair_series::<f64>(&mut rng, n, dims);
         let (y, _) = pair_series::<f64>(&mut rng, m, dims);
         let (expected_path, expected) = oracle::dtw_path(x.view(), y.view(), None);
-        let provider = GpuLastColumn::new(gpu, x.view(), y.view())
-            .unwrap()
-            .with_min_cells(0);
+        let pair = DtwPair::new(x.view(), y.view()).unwrap();
+        let provider = GpuLastColumn::new(gpu, &pair).unwrap().with_min_cells(0);
         for leaf in [1, 64, 4096] {
-            let got = hirschberg(x.view(), y.view(), &provider, leaf).unwrap();
+            let got = hirschberg(&pair, &provider, leaf).unwrap();
             assert_eq!(got.path, expected_path, "{n} x {m} x {dims}, leaf {leaf}");
             assert!((got.value - expected).abs() <= 1e-12 * expected.max(1.0));
         }
@@ -127,12 +125,8 @@ fn gpu_dtw_path_of_a_long_pair() {
 
     let (x, y) = (xf, yf);
     let got = dtw_path(x.view(), y.view(), Dtw::new(), &gpu_options).unwrap();
-    let cpu = hirschberg(
-        x.view(),
-        y.view(),
-        &CpuLastColumn::new(x.view(), y.view()),
-        1 << 22,
-    );
+    let pair = DtwPair::new(x.view(), y.view()).unwrap();
+    let cpu = hirschberg(&pair, &CpuLastColumn::new(&pair), 1 << 22);
     assert_eq!(got.path, cpu.unwrap().path);
 }
 

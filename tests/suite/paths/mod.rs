@@ -5,7 +5,9 @@
 
 mod cli;
 mod dtw;
+mod emulated;
 mod gpu;
+mod gpu_twed;
 mod soft_dtw;
 mod twed;
 
