@@ -31,9 +31,9 @@ Output: DTW writes the path's cells, `i,j` (0-based sample indices, from 0,0 to
 the last samples); TWED its steps, `step,i,j,cost` (match, delete-x or delete-y,
 the cell the step reaches, its cost); Soft-DTW the n x m expected alignment.
 The value is printed on stderr. With a GPU (--device gpu, or auto when there is
-one), Soft-DTW's matrix is computed on it, and so are the passes of long
-unbanded DTW and TWED paths, which take memory linear in the lengths; the rest
-runs on the CPU. TWED's samples are at times 0, 1, 2, ... unless
+one), Soft-DTW's matrix is computed on it, and so are the passes of long TWED
+and unbanded DTW paths, which take memory linear in the lengths; the rest runs
+on the CPU. TWED's samples are at times 0, 1, 2, ... unless
 --times-a/--times-b give their timestamps (finite, non-decreasing). Plots show
 the first dimension of each series, up to 5000 samples, and the matrix beside
 it up to 400 x 400.";

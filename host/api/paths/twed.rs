@@ -205,11 +205,13 @@ pub(super) fn traceback<T: Float>(costs: &Costs<T>, part: &SubPair) -> Result<(V
 /// plus that match's cost, the same for every row), or, from the origin,
 /// at `(1, 1)` (TWED's own first match). The backward pass is the same
 /// over the reversed series, stored as `[0, x_n, ..., x_1, x_0]` with
-/// their times negated (`0, -t_n, ..., -t_1, -t_0`): a forward step into
-/// node `i` of the reversed series costs what the step from node `i` into
-/// node `i - 1` costs forward (the same samples, the same time
-/// differences), and the leading zero at time 0 in both is the sample
-/// before the end, whose match adds the same cost to every row.
+/// their times negated (`0, -t_n, ..., -t_1, -t_0`): there a step into
+/// node `s` (node `n - s` of the pair) reads `x_{n-s}` and, before it,
+/// `x_{n-s+1}`, the samples of the step from node `n - s` into
+/// `n - s + 1`, so it is that step walked backwards, at the same cost (the
+/// same distances, the same absolute time differences); the leading zero
+/// at time 0 in both is the sample before the end, whose match adds the
+/// same cost to every row.
 pub struct TwedPair<'a, T: Float> {
     costs: Costs<'a, T>,
     series: PassSeries<T, TwedParams<T>>,
