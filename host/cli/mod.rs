@@ -180,7 +180,7 @@ pub struct MetricArgs {
     /// TWED: the Lp norm between samples, >= 1 (twed only) [default: 2]
     #[arg(long, value_name = "P", allow_negative_numbers = true)]
     degree: Option<f64>,
-    /// DTW Sakoe-Chiba band radius in samples, >= 0 (dtw only) [default: no band]
+    /// Sakoe-Chiba band radius in samples, >= 0 (dtw and soft-dtw) [default: no band]
     #[arg(long, value_name = "W", allow_negative_numbers = true, value_parser = band_radius)]
     band: Option<usize>,
 }
@@ -210,25 +210,32 @@ impl MetricArgs {
     /// The measure; a parameter of another measure is an error rather than
     /// silently ignored, and values out of range are the library's errors.
     pub fn metric(&self) -> Result<Metric, Failure> {
-        let parameters = [
-            ("gamma", self.gamma.is_some(), MetricKind::SoftDtw),
-            ("nu", self.nu.is_some(), MetricKind::Twed),
-            ("lambda", self.lambda.is_some(), MetricKind::Twed),
-            ("degree", self.degree.is_some(), MetricKind::Twed),
-            ("band", self.band.is_some(), MetricKind::Dtw),
+        use MetricKind::{Dtw as D, SoftDtw as S, Twed as T};
+        let parameters: [(&str, bool, &[MetricKind]); 5] = [
+            ("gamma", self.gamma.is_some(), &[S]),
+            ("nu", self.nu.is_some(), &[T]),
+            ("lambda", self.lambda.is_some(), &[T]),
+            ("degree", self.degree.is_some(), &[T]),
+            ("band", self.band.is_some(), &[D, S]),
         ];
-        for (flag, given, owner) in parameters {
-            if given && owner != self.metric {
+        for (flag, given, owners) in parameters {
+            if given && !owners.contains(&self.metric) {
+                let names: Vec<_> = owners.iter().map(|owner| owner.name()).collect();
                 return Err(Failure::usage(format!(
                     "--{flag} applies only to --metric {}, not {}",
-                    owner.name(),
+                    names.join(" or "),
                     self.metric.name()
                 )));
             }
         }
         Ok(match self.metric {
             MetricKind::Dtw => self.band.map_or_else(Dtw::new, Dtw::with_band).into(),
-            MetricKind::SoftDtw => SoftDtw::new(self.gamma.unwrap_or(1.0))?.into(),
+            MetricKind::SoftDtw => {
+                let soft = SoftDtw::new(self.gamma.unwrap_or(1.0))?;
+                self.band
+                    .map_or(soft, |radius| soft.with_band(radius))
+                    .into()
+            }
             MetricKind::Twed => {
                 let defaults = Twed::default();
                 Twed::new(

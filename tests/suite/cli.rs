@@ -205,6 +205,15 @@ fn distance_writes_csv_and_npy_files() {
     let got: Array2<f64> = parse_csv(&std::fs::read_to_string(out("m.csv")).unwrap());
     assert_same_bits(&got, &library(&a, Some(&c), Dtw::with_band(5).into()));
 
+    run(
+        &[&a, &c],
+        &["--metric", "soft-dtw", "--gamma", "0.5", "--band", "2"],
+        &out("s.csv"),
+    );
+    let got: Array2<f64> = parse_csv(&std::fs::read_to_string(out("s.csv")).unwrap());
+    let banded = SoftDtw::new(0.5).unwrap().with_band(2).into();
+    assert_same_bits(&got, &library(&a, Some(&c), banded));
+
     run(&[&b], &["--metric", "twed", "--nu", "0.01"], &out("m.npy"));
     let got: Array2<f64> = read_npy(out("m.npy")).unwrap();
     let metric = Twed::new(0.01, 1.0, 2.0).unwrap().into();
@@ -219,7 +228,7 @@ fn distance_writes_csv_and_npy_files() {
     assert_same_bits(&got, &library(&b, None, twed()));
 
     // Only the outputs: no temporary files left behind.
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 5 + 3);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 5 + 4);
 }
 
 /// Without B each symmetric pair is computed once, with the operands in the
