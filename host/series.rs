@@ -21,6 +21,18 @@ pub struct SeriesSet<T> {
     offsets: Vec<u64>,
     times: Option<Storage<T>>,
     dims: usize,
+    /// The shortest and the longest series' lengths, kept: every
+    /// computation's planning asks for them, and a scan of millions of
+    /// offsets per question costs milliseconds.
+    lengths: (usize, usize),
+}
+
+/// The shortest and the longest of the lengths that `offsets` delimit
+/// (0 and 0 for none).
+fn lengths_of(offsets: &[u64]) -> (usize, usize) {
+    let lengths = offsets.windows(2).map(|w| (w[1] - w[0]) as usize);
+    let shortest = lengths.clone().min().unwrap_or(0);
+    (shortest, lengths.max().unwrap_or(0))
 }
 
 impl<T: Float> SeriesSet<T> {
@@ -41,6 +53,7 @@ impl<T: Float> SeriesSet<T> {
                 offsets: (0..=count).map(|k| (k * len) as u64).collect(),
                 times: None,
                 dims,
+                lengths: (len, len),
             }),
             _ => Self::from_series(batch.outer_iter()),
         }
@@ -101,6 +114,7 @@ impl<T: Float> SeriesSet<T> {
         let dims = dims.ok_or_else(|| Error::InvalidInput("the batch has no series".into()))?;
         Ok(Self {
             values: Storage::Ordinary(values),
+            lengths: lengths_of(&offsets),
             offsets,
             times: None,
             dims,
@@ -172,23 +186,17 @@ impl<T: Float> SeriesSet<T> {
 
     /// The longest series' length.
     pub fn max_len(&self) -> usize {
-        (0..self.len())
-            .map(|k| self.series_len(k))
-            .max()
-            .unwrap_or(0)
+        self.lengths.1
     }
 
     /// The shortest series' length.
     pub fn min_len(&self) -> usize {
-        (0..self.len())
-            .map(|k| self.series_len(k))
-            .min()
-            .unwrap_or(0)
+        self.lengths.0
     }
 
     /// The shortest and the longest series' lengths.
     pub fn lengths(&self) -> (usize, usize) {
-        (self.min_len(), self.max_len())
+        self.lengths
     }
 
     /// Total number of samples of all series.
@@ -247,6 +255,7 @@ impl<T: Float> SeriesSet<T> {
                 .map(|t| convert(t, "timestamp").map(Storage::Ordinary))
                 .transpose()?,
             dims: self.dims,
+            lengths: self.lengths,
         })
     }
 
@@ -257,12 +266,14 @@ impl<T: Float> SeriesSet<T> {
             self.offsets[range.start] as usize,
             self.offsets[range.end] as usize,
         );
+        let offsets: Vec<u64> = self.offsets[range.start..=range.end]
+            .iter()
+            .map(|o| o - start as u64)
+            .collect();
         SeriesSet {
             values: Storage::Ordinary(self.values[start * self.dims..end * self.dims].to_vec()),
-            offsets: self.offsets[range.start..=range.end]
-                .iter()
-                .map(|o| o - start as u64)
-                .collect(),
+            lengths: lengths_of(&offsets),
+            offsets,
             times: self
                 .times
                 .as_ref()
@@ -313,5 +324,37 @@ impl<T: Float> SeriesSet<T> {
             count: self.len() as u64,
             dims: self.dims as u64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::Array2;
+
+    /// The kept lengths equal a scan of the series, for every way a set is
+    /// made: ragged, equal, a slice (an empty one too), a cast.
+    #[test]
+    fn kept_lengths_are_the_series_lengths() {
+        let scan = |set: &SeriesSet<f64>| {
+            let lengths: Vec<usize> = (0..set.len()).map(|k| set.series_len(k)).collect();
+            let min = lengths.iter().copied().min().unwrap_or(0);
+            (min, lengths.iter().copied().max().unwrap_or(0))
+        };
+        let ragged: Vec<Array2<f64>> = [5, 2, 9, 2, 7]
+            .iter()
+            .map(|&n| Array2::from_elem((n, 2), 1.0))
+            .collect();
+        let set = SeriesSet::from_series(ragged.iter().map(|s| s.view())).unwrap();
+        assert_eq!(set.lengths(), (2, 9));
+        assert_eq!((set.min_len(), set.max_len()), scan(&set));
+        for range in [0..5, 1..3, 2..3, 3..5, 4..4] {
+            let part = set.slice(range.clone());
+            assert_eq!(part.lengths(), scan(&part), "{range:?}");
+        }
+        assert_eq!(set.slice(4..4).lengths(), (0, 0));
+        let equal = SeriesSet::from_univariate(Array2::<f64>::zeros((4, 6)).view()).unwrap();
+        assert_eq!(equal.lengths(), (6, 6));
+        assert_eq!(set.cast::<f32>().unwrap().lengths(), (2, 9));
     }
 }
