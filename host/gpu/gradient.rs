@@ -20,10 +20,9 @@ use super::context::{poison, poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
 use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
-use super::multi::{armed_faults, enter};
+use super::multi::{on_one_gpu, spread_pair_blocks};
+use super::plan::chunks;
 use super::plan::paired::{operands, GradientPlan, Shapes};
-use super::plan::spread::{named, spread};
-use super::plan::{chunks, count_ranges};
 use super::select::block_threads;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
@@ -352,11 +351,9 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
 ) -> Result<PairedGradients<T>> {
     let pairs = x.len();
     if gpus.len() == 1 || pairs < 2 {
-        let gpu = gpus[0];
-        let mut fault_after = armed_faults(&gpus[..1])[0];
-        enter(gpu, &mut fault_after, 0).map_err(|e| named(e, &gpu.name()))?;
-        return paired_gradient(gpu, params, (x, y), divergence, with_y, memory_budget)
-            .map_err(|e| named(e, &gpu.name()));
+        return on_one_gpu(gpus[0], |gpu| {
+            paired_gradient(gpu, params, (x, y), divergence, with_y, memory_budget)
+        });
     }
     let launches = if divergence { 3 } else { 1 };
     let dims = x.dims();
@@ -373,20 +370,15 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
         grad_xx: divergence.then(|| zeros(x_offsets)),
         grad_yy: (divergence && with_y).then(|| zeros(y_offsets)),
     });
-    let blocks = count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
-    let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
-    let mut done = vec![0; gpus.len()];
-    let done: Vec<_> = done.iter_mut().collect();
-    let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
-    let shares = spread(
-        &mut workers,
-        blocks.len(),
-        |((gpu, _), _)| gpu.name(),
-        |((gpu, fault_after), done), block| {
-            enter(gpu, fault_after, **done)?;
-            let range = blocks[block].clone();
-            let part = (&x.slice(range.clone()), &y.slice(range.clone()));
-            let got = paired_gradient(gpu, params, part, divergence, with_y, memory_budget)?;
+    spread_pair_blocks(
+        gpus,
+        pairs,
+        launches,
+        |gpu, range| {
+            let part = (&x.slice(range.clone()), &y.slice(range));
+            paired_gradient(gpu, params, part, divergence, with_y, memory_budget)
+        },
+        |range, got| {
             let mut guard = whole.lock().unwrap_or_else(|p| p.into_inner());
             let whole = &mut *guard;
             for l in 0..launches {
@@ -405,14 +397,8 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
                     into[at].copy_from_slice(from);
                 }
             }
-            **done += 1;
-            Ok(())
         },
     )?;
-    for (gpu, share) in gpus.iter().zip(shares) {
-        let pairs: usize = share.blocks.iter().map(|&b| blocks[b].len()).sum();
-        gpu.add_work((pairs * launches) as u64, share.time);
-    }
     Ok(whole.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 

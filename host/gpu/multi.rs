@@ -24,8 +24,7 @@ thread_local! {
 
 /// Test hook: the next computation this thread starts that spreads blocks
 /// over GPUs (a streamed or resident distance matrix with a pair kernel,
-/// paired Soft-DTW values)
-/// makes GPU `ordinal` fail with a device error after it has computed
+/// paired Soft-DTW values or gradients) makes GPU `ordinal` fail with a device error after it has computed
 /// `after_blocks` blocks, as a GPU out of memory would. Per thread, so
 /// other threads' computations are not affected; one call only.
 #[doc(hidden)]
@@ -186,6 +185,55 @@ pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
         worker
             .gpu
             .add_work(tiles.map(Tile::pairs).sum(), share.time);
+    }
+    Ok(())
+}
+
+/// A paired computation of `pairs` pairs on one GPU, with the test hook's
+/// fault and the GPU named in an error, as [`spread_pair_blocks`] does on
+/// several.
+pub(crate) fn on_one_gpu<R>(
+    gpu: &'static Gpu,
+    compute: impl FnOnce(&'static Gpu) -> Result<R>,
+) -> Result<R> {
+    let mut fault_after = armed_faults(&[gpu])[0];
+    enter(gpu, &mut fault_after, 0).map_err(|e| named(e, &gpu.name()))?;
+    compute(gpu).map_err(|e| named(e, &gpu.name()))
+}
+
+/// A paired computation of `pairs` pairs on every GPU of `gpus`: the pairs
+/// in contiguous blocks handed out from one queue (a few per GPU),
+/// `compute` run on each block where it lands and `place` putting its
+/// result into the whole (no two blocks overlap, so the whole is the one
+/// GPU's); each GPU's work recorded (`launches` launches a pair). Faults
+/// as [`spread`] handles them: a failed block goes to the others.
+pub(crate) fn spread_pair_blocks<R>(
+    gpus: &[&'static Gpu],
+    pairs: usize,
+    launches: usize,
+    compute: impl Fn(&'static Gpu, std::ops::Range<usize>) -> Result<R> + Sync,
+    place: impl Fn(std::ops::Range<usize>, R) + Sync,
+) -> Result<()> {
+    let blocks = super::plan::count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
+    let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
+    let mut done = vec![0; gpus.len()];
+    let done: Vec<_> = done.iter_mut().collect();
+    let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
+    let shares = spread(
+        &mut workers,
+        blocks.len(),
+        |((gpu, _), _)| gpu.name(),
+        |((gpu, fault_after), done), block| {
+            enter(gpu, fault_after, **done)?;
+            let range = blocks[block].clone();
+            place(range.clone(), compute(gpu, range)?);
+            **done += 1;
+            Ok(())
+        },
+    )?;
+    for (gpu, share) in gpus.iter().zip(shares) {
+        let pairs: usize = share.blocks.iter().map(|&b| blocks[b].len()).sum();
+        gpu.add_work((pairs * launches) as u64, share.time);
     }
     Ok(())
 }

@@ -20,10 +20,9 @@ use super::device::gpu_error;
 use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::long_pair::{check_fits, pair_pipelined_on};
-use super::multi::{armed_faults, enter};
+use super::multi::{on_one_gpu, spread_pair_blocks};
+use super::plan::chunks;
 use super::plan::paired::{operands, Shapes};
-use super::plan::spread::{named, spread};
-use super::plan::{chunks, count_ranges};
 use super::select::{
     band_width, block_threads, paired_variant, pipelined_workspace, warp_kernel, WarpKernel,
 };
@@ -131,43 +130,30 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
 ) -> Result<Vec<T>> {
     let pairs = x.len();
     if gpus.len() == 1 || pairs < 2 {
-        let gpu = gpus[0];
-        let mut fault_after = armed_faults(&gpus[..1])[0];
-        enter(gpu, &mut fault_after, 0).map_err(|e| named(e, &gpu.name()))?;
-        return paired_values(gpu, variant, params, (x, y), divergence, memory_budget)
-            .map_err(|e| named(e, &gpu.name()));
+        return on_one_gpu(gpus[0], |gpu| {
+            paired_values(gpu, variant, params, (x, y), divergence, memory_budget)
+        });
     }
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
     let variant = Some(choose::<T>(gpus[0], variant, &shapes)?);
     let launches = shapes.launches();
-    let blocks = count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
     let values = Mutex::new(vec![T::ZERO; launches * pairs]);
-    let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
-    let mut done = vec![0; gpus.len()];
-    let done: Vec<_> = done.iter_mut().collect();
-    let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
-    let shares = spread(
-        &mut workers,
-        blocks.len(),
-        |((gpu, _), _)| gpu.name(),
-        |((gpu, fault_after), done), block| {
-            enter(gpu, fault_after, **done)?;
-            let range = blocks[block].clone();
-            let part = (&x.slice(range.clone()), &y.slice(range.clone()));
-            let got = paired_values(gpu, variant, params, part, divergence, memory_budget)?;
+    spread_pair_blocks(
+        gpus,
+        pairs,
+        launches,
+        |gpu, range| {
+            let part = (&x.slice(range.clone()), &y.slice(range));
+            paired_values(gpu, variant, params, part, divergence, memory_budget)
+        },
+        |range, got| {
             let mut values = values.lock().unwrap_or_else(|p| p.into_inner());
             for l in 0..launches {
                 values[l * pairs + range.start..l * pairs + range.end]
                     .copy_from_slice(&got[l * range.len()..(l + 1) * range.len()]);
             }
-            **done += 1;
-            Ok(())
         },
     )?;
-    for (gpu, share) in gpus.iter().zip(shares) {
-        let pairs: usize = share.blocks.iter().map(|&b| blocks[b].len()).sum();
-        gpu.add_work((pairs * launches) as u64, share.time);
-    }
     Ok(values.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
