@@ -339,8 +339,7 @@ fn gradients<T: Float>(
 /// On the GPU ([`crate::Device::Gpu`], or [`crate::Device::Auto`] when there is one) the
 /// kernel variant is [`ComputeOptions::gpu_variant`]'s (`stencil`, `warp`
 /// or `tiled`), else chosen from the lengths: the tiled kernel for one or
-/// two long pairs, else the stencil where its shared memory fits, else the
-/// warp kernel.
+/// two long pairs, else the warp kernel.
 /// Both batches are uploaded for the call; for batches already on the
 /// device see [`soft_dtw_pairs_resident`].
 pub fn soft_dtw_pairs<T: Float>(
@@ -356,8 +355,7 @@ pub fn soft_dtw_pairs<T: Float>(
 
 /// The GPU kernel variant [`soft_dtw_pairs`] computes `x` against `y`
 /// with on the GPU: `options.gpu_variant` if set, else the default for
-/// their shapes: the tiled kernel for one or two long pairs, else the
-/// stencil where its rings fit the first GPU's shared memory, else the warp
+/// their shapes: the tiled kernel for one or two long pairs, else the warp
 /// kernel. What `timewarp bench --paired` times by default.
 ///
 /// Errors: no usable GPU, batches that do not pair up, a variant that
@@ -369,8 +367,8 @@ pub fn soft_dtw_pairs_variant<T: Float>(
     options: &ComputeOptions,
 ) -> Result<Variant> {
     check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
-    let gpu = Gpu::first(options.gpus)?;
-    gpu::paired_value_variant(gpu, options.gpu_variant, (x, y), metric.is_divergence())
+    Gpu::first(options.gpus)?;
+    gpu::paired_value_variant(options.gpu_variant, (x, y), metric.is_divergence())
 }
 
 /// [`soft_dtw_pairs`] of two resident sets ([`crate::upload`]), computed

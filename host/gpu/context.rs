@@ -35,6 +35,10 @@ impl<T: Float, P: Recurrence<T> + MeasureParams + Send + Sync + 'static> KernelP
 /// Shared memory a kernel may use without opting in.
 pub(crate) const DEFAULT_SHARED_BYTES: usize = 48 * 1024;
 
+/// Device memory up to which a computation's allocations are small enough
+/// to skip the query of free memory ([`Gpu::begin_small`]).
+pub(crate) const SMALL_CALL_BYTES: usize = 16 << 20;
+
 /// An open GPU: its context, stream and the kernels loaded so far.
 pub struct Gpu {
     info: GpuInfo,
@@ -273,6 +277,23 @@ impl Gpu {
         Ok((busy, budget))
     }
 
+    /// [`Gpu::begin`] for a computation that allocates `needed` bytes in
+    /// all: with no `memory_budget`, a small one (up to
+    /// [`SMALL_CALL_BYTES`]) takes what it needs as its budget instead of
+    /// asking the driver for the free memory, a query that costs as much
+    /// as a small batch's kernel; if even that little is not free, its
+    /// allocation fails with the driver's error.
+    pub(crate) fn begin_small(
+        &self,
+        memory_budget: Option<usize>,
+        needed: usize,
+    ) -> Result<(Busy<'_>, usize)> {
+        if memory_budget.is_some() || needed > SMALL_CALL_BYTES {
+            return self.begin(memory_budget);
+        }
+        self.begin(Some(needed))
+    }
+
     /// How long computations have held this GPU since it was opened, in
     /// all (they take it one at a time): with the wall time of a run, how
     /// much of it the GPU was in use or loading kernels for it.
@@ -364,6 +385,13 @@ impl Gpu {
     /// A device attribute.
     pub(crate) fn attribute(&self, attribute: CUdevice_attribute) -> Result<usize> {
         Ok(self.context.attribute(attribute).map_err(gpu_error)? as usize)
+    }
+
+    /// Warp schedulers of the device: four an SM (every architecture the
+    /// kernels run on, Volta on).
+    pub(crate) fn schedulers(&self) -> Result<usize> {
+        let sms = self.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        Ok(4 * sms)
     }
 
     /// Shared memory a block may opt into on this device.

@@ -87,7 +87,7 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
         let shapes = Shapes::new(xb.offsets(), yb.offsets(), divergence);
         match wanted {
             Wanted::Values => {
-                let variant = choose::<T>(gpu, variant, &shapes)?;
+                let variant = choose(variant, &shapes)?;
                 values_on(
                     gpu,
                     variant,

@@ -41,65 +41,58 @@ use timewarp_kernels::{Driver, KernelId};
 const THREADS_PER_BLOCK: usize = 128;
 
 /// The variant asked for, or the default for `shapes`.
-pub(crate) fn choose<T: Float>(
-    gpu: &Gpu,
-    asked: Option<Variant>,
-    shapes: &Shapes,
-) -> Result<Variant> {
-    let stencil_fits = match asked {
-        Some(_) => true,
-        None => shared_bytes::<T>(VALUE_RINGS, shapes.longest_ring()) <= gpu.max_shared_bytes()?,
-    };
-    paired_variant(
-        asked,
-        shapes.pairs() * shapes.launches(),
-        shapes.shortest(),
-        stencil_fits,
-    )
+pub(crate) fn choose(asked: Option<Variant>, shapes: &Shapes) -> Result<Variant> {
+    paired_variant(asked, shapes.pairs() * shapes.launches(), shapes.shortest())
 }
 
 /// The variant paired values of `x` and `y` (and with `divergence` each
-/// against itself) compute with on `gpu`: `asked`, or the default.
+/// against itself) compute with: `asked`, or the default.
 pub(crate) fn paired_value_variant<T: Float>(
-    gpu: &Gpu,
     asked: Option<Variant>,
     (x, y): (&SeriesSet<T>, &SeriesSet<T>),
     divergence: bool,
 ) -> Result<Variant> {
-    choose::<T>(
-        gpu,
-        asked,
-        &Shapes::new(x.parts().1, y.parts().1, divergence),
-    )
+    choose(asked, &Shapes::new(x.parts().1, y.parts().1, divergence))
 }
 
-/// The warp kernel of launch `launch` of the pairs of `shapes` (samples of
-/// `dims` values).
+/// The (shortest, longest) series of each batch, a launch each: what the
+/// warp kernel's choice reads of the pairs, scanned once a call.
+type LaunchLengths = ((usize, usize), (usize, usize));
+
+fn launch_lengths(shapes: &Shapes) -> Vec<LaunchLengths> {
+    (0..shapes.launches())
+        .map(|l| shapes.lengths_range(l))
+        .collect()
+}
+
+/// The warp kernel of a launch of `pairs` pairs of series of `lengths`
+/// (samples of `dims` values) on a GPU of `schedulers` warp schedulers.
 fn paired_warp<T: Float, P: KernelParams<T>>(
     params: &P,
-    shapes: &Shapes,
-    launch: usize,
+    lengths: LaunchLengths,
     dims: usize,
+    occupancy: (usize, usize),
 ) -> WarpKernel {
-    let longest = shapes.longest(launch);
-    let lengths = shapes.lengths_range(launch);
+    let longest = (lengths.0 .1, lengths.1 .1);
     let band = band_width(params, lengths.0, lengths.1);
-    warp_kernel(P::MEASURE, T::PRECISION, longest, dims, band)
+    warp_kernel(P::MEASURE, T::PRECISION, longest, dims, band, occupancy)
 }
 
-/// The border per pair of every launch of `shapes` (0 but for the warp
-/// kernel).
+/// The border per pair of every launch (0 but for the warp kernel).
 fn value_border<T: Float, P: KernelParams<T>>(
     params: &P,
     variant: Variant,
-    shapes: &Shapes,
+    launches: &[LaunchLengths],
     dims: usize,
 ) -> usize {
     if variant != Variant::Warp {
         return 0;
     }
-    (0..shapes.launches())
-        .map(|l| paired_warp::<T, P>(params, shapes, l, dims).workspace_per_pair)
+    // Whichever kernel the chunks take: few pairs or many.
+    launches
+        .iter()
+        .flat_map(|&l| [(0, 1), (1, 0)].map(|o| paired_warp::<T, P>(params, l, dims, o)))
+        .map(|warp| warp.workspace_per_pair)
         .max()
         .unwrap_or(0)
 }
@@ -110,10 +103,10 @@ fn value_border<T: Float, P: KernelParams<T>>(
 fn value_bytes<T: Float, P: KernelParams<T>>(
     params: &P,
     variant: Variant,
-    shapes: &Shapes,
+    launches: &[LaunchLengths],
     dims: usize,
 ) -> usize {
-    (shapes.launches() + value_border::<T, P>(params, variant, shapes, dims)) * size_of::<T>()
+    (launches.len() + value_border::<T, P>(params, variant, launches, dims)) * size_of::<T>()
 }
 
 /// [`paired_values`] on every GPU of `gpus`: the pairs in contiguous
@@ -135,7 +128,7 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
         });
     }
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
-    let variant = Some(choose::<T>(gpus[0], variant, &shapes)?);
+    let variant = Some(choose(variant, &shapes)?);
     let launches = shapes.launches();
     let values = Mutex::new(vec![T::ZERO; launches * pairs]);
     spread_pair_blocks(
@@ -159,8 +152,7 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
 
 /// Series `k` of `x` against series `k` of `y` (same counts, checked by the
 /// caller) with `variant` (default: the tiled kernel for one or two long
-/// pairs, else the stencil where its shared memory fits, else the warp
-/// kernel), and with `divergence` also `x_k` against itself and `y_k`
+/// pairs, else the warp kernel), and with `divergence` also `x_k` against itself and `y_k`
 /// against itself: the values of `x_k, y_k`, then of `x_k, x_k`, then of
 /// `y_k, y_k`. The batches go to the device in chunks that fit the memory
 /// budget with what the launches allocate (for the tiled kernel, a pair at
@@ -174,7 +166,7 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
     memory_budget: Option<usize>,
 ) -> Result<Vec<T>> {
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
-    let variant = choose::<T>(gpu, variant, &shapes)?;
+    let variant = choose(variant, &shapes)?;
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let series = |k: usize| image_bytes(x, k..k + 1) + image_bytes(y, k..k + 1);
     let ranges = if variant == Variant::Tiled {
@@ -188,7 +180,8 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
         }
         (0..shapes.pairs()).map(|k| k..k + 1).collect()
     } else {
-        let per_pair = value_bytes::<T, P>(&params, variant, &shapes, x.dims());
+        let launches = launch_lengths(&shapes);
+        let per_pair = value_bytes::<T, P>(&params, variant, &launches, x.dims());
         chunks(
             shapes.pairs(),
             budget,
@@ -238,8 +231,15 @@ pub(crate) fn paired_values_resident<T: Float, P: KernelParams<T>>(
     memory_budget: Option<usize>,
 ) -> Result<Vec<T>> {
     let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
-    let variant = choose::<T>(gpu, variant, &shapes)?;
-    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    let variant = choose(variant, &shapes)?;
+    // Only the outputs (and the warp kernel's borders) are allocated.
+    let needed = if variant == Variant::Tiled {
+        usize::MAX
+    } else {
+        let launches = launch_lengths(&shapes);
+        shapes.pairs() * value_bytes::<T, P>(&params, variant, &launches, x.dims())
+    };
+    let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
     let batches = (&x.batch(), &y.batch());
     let values = values_on(gpu, variant, params, batches, divergence, budget, None);
     gpu.settle(values.is_err());
@@ -284,18 +284,26 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
         return Ok(values);
     }
     let dims = x.dims();
-    let border = value_border::<T, P>(&params, variant, &shapes, dims);
-    let per_pair = value_bytes::<T, P>(&params, variant, &shapes, dims);
+    let lengths = launch_lengths(&shapes);
+    let border = value_border::<T, P>(&params, variant, &lengths, dims);
+    let per_pair = value_bytes::<T, P>(&params, variant, &lengths, dims);
     let ranges = chunks(pairs, budget, 0, |_| per_pair, "its value")?;
     let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
     // One buffer for every chunk in turn: the chunk's outputs, launch after
-    // launch, then the warp kernel's borders (zeroed once: each panel writes
-    // the border rows the next one reads).
+    // launch (poisoned before each chunk), then the warp kernel's borders
+    // (zeroed once: each panel writes the border rows the next one reads).
+    // Without borders nothing needs zeroing: one memset less a call.
     let stream = &gpu.stream;
     let outputs = launches * longest_chunk;
-    let buffer = stream
-        .alloc_zeros::<T>(outputs + border * longest_chunk)
-        .map_err(gpu_error)?;
+    let len = outputs + border * longest_chunk;
+    let buffer = if border == 0 {
+        // SAFETY: every value is poisoned before the launches, which write
+        // them before the copy back reads them.
+        unsafe { stream.alloc::<T>(len) }
+    } else {
+        stream.alloc_zeros::<T>(len)
+    }
+    .map_err(gpu_error)?;
     let base = buffer.device_ptr(stream).0;
     let at = |values: usize| base + (values * size_of::<T>()) as u64;
     let workspace = if border == 0 {
@@ -310,12 +318,14 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
         let chunk = shapes.range(&range);
         // SAFETY: the buffer holds at least `launches * len` values.
         unsafe { poison_bytes(stream, base, launches * len * size_of::<T>()) }?;
-        for l in 0..launches {
+        for (l, &launch_lengths) in lengths.iter().enumerate() {
             let (a, b) = operands(l, x, y);
             let refs = (a.view(range.clone()), b.view(range.clone()));
             let out = at(l * len) as *mut T;
             if variant == Variant::Warp {
-                let warp = paired_warp::<T, P>(&params, &chunk, l, dims);
+                // The whole batch's lengths: a chunk's lie within them.
+                let occupancy = (len, gpu.schedulers()?);
+                let warp = paired_warp::<T, P>(&params, launch_lengths, dims, occupancy);
                 let function = gpu.function(warp.id)?;
                 let launch = PairsLaunch {
                     a: refs.0,

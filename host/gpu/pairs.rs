@@ -34,15 +34,17 @@ use timewarp_kernels::{Driver, KernelId};
 /// Threads per block of the pair kernels but `shared` (4 warps).
 const THREADS_PER_BLOCK: u32 = 128;
 
-/// The kernel of `variant` (naive, warp, local or shared) for pairs of
-/// series up to `a_len` and `b_len` samples of `dims` dimensions, in a band
-/// of up to `band_width` diagonals if any, loaded, and how to launch it.
+/// The kernel of `variant` (naive, warp, local or shared) for `pairs`
+/// pairs of series up to `a_len` and `b_len` samples of `dims` dimensions,
+/// in a band of up to `band_width` diagonals if any, loaded, and how to
+/// launch it.
 fn pair_kernel<T: Float, P: KernelParams<T>>(
     gpu: &Gpu,
     variant: Variant,
     (a_len, b_len): (usize, usize),
     dims: usize,
     band_width: Option<usize>,
+    pairs: usize,
 ) -> Result<PairKernel> {
     let (measure, precision) = (P::MEASURE, T::PRECISION);
     let row_len = a_len.max(b_len) + 1;
@@ -68,7 +70,9 @@ fn pair_kernel<T: Float, P: KernelParams<T>>(
             row_len,
         ),
         Variant::Warp => {
-            let warp = warp_kernel(measure, precision, (a_len, b_len), dims, band_width);
+            let occupancy = (pairs, gpu.schedulers()?);
+            let lengths = (a_len, b_len);
+            let warp = warp_kernel(measure, precision, lengths, dims, band_width, occupancy);
             kernel(warp.id, warp.lanes, warp.workspace_per_pair)
         }
         other => Err(Error::InvalidInput(format!(
@@ -122,7 +126,9 @@ pub(crate) fn streamed<T: Float, P: KernelParams<T>>(
     let other = b.unwrap_or(a);
     let band_width = band_width(&params, a.lengths(), other.lengths());
     let lengths = (a.max_len(), other.max_len());
-    let kernel = |gpu: &Gpu| pair_kernel::<T, P>(gpu, variant, lengths, a.dims(), band_width);
+    let pairs = a.len() * other.len();
+    let kernel =
+        |gpu: &Gpu| pair_kernel::<T, P>(gpu, variant, lengths, a.dims(), band_width, pairs);
     let workspace_per_pair = kernel(gpus[0])?.workspace_per_pair;
     let caps = Caps::new(budget, size_of::<T>());
     let plan = streamed_plan(a, b, &caps);
@@ -197,7 +203,9 @@ pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
     let budget = budgets.into_iter().min().unwrap_or(0);
     let band_width = band_width(&params, queries.lengths(), database.lengths);
     let lengths = (queries.max_len(), database.lengths.1);
-    let kernel = |gpu: &Gpu| pair_kernel::<T, P>(gpu, variant, lengths, queries.dims(), band_width);
+    let pairs = queries.len() * database.len;
+    let kernel =
+        |gpu: &Gpu| pair_kernel::<T, P>(gpu, variant, lengths, queries.dims(), band_width, pairs);
     let workspace_per_pair = kernel(gpus[0])?.workspace_per_pair;
     let caps = Caps::new(budget, size_of::<T>());
     let longest = queries.max_len().max(database.lengths.1);

@@ -88,19 +88,16 @@ pub(crate) fn resident_variant(asked: Option<Variant>) -> Result<Variant> {
 
 /// The variant of paired batches: the one asked for, if it computes paired
 /// batches (stencil, warp, tiled), or by default the tiled kernel for one
-/// or two long pairs, else the stencil where its rings fit shared memory
-/// (`stencil_fits`), else the warp kernel.
+/// or two long pairs, else the warp kernel (faster than the stencil at
+/// every size measured: `docs/benchmarks.md`).
 pub(crate) fn paired_variant(
     asked: Option<Variant>,
     pairs: usize,
     shortest: usize,
-    stencil_fits: bool,
 ) -> Result<Variant> {
     let variant = asked.unwrap_or(
         if pairs <= TILED_MAX_PAIRS && shortest >= TILED_MIN_LENGTH {
             Variant::Tiled
-        } else if stencil_fits {
-            Variant::Stencil
         } else {
             Variant::Warp
         },
@@ -129,6 +126,34 @@ fn sheared_shapes(measure: Measure) -> impl Iterator<Item = (usize, usize)> {
         Driver::Sheared { lanes, stripe } => Some((lanes as usize, stripe as usize)),
         _ => None,
     })
+}
+
+/// The (groups, chain) of the measure's skewed column kernels.
+fn skewed_shapes(measure: Measure) -> impl Iterator<Item = (usize, usize)> {
+    drivers(measure).filter_map(|driver| match driver {
+        Driver::Skewed { groups, chain } => Some((groups as usize, chain as usize)),
+        _ => None,
+    })
+}
+
+/// The skewed kernel's (groups, chain) for series of up to `columns`
+/// samples as the columns, if the measure has skewed kernels: the
+/// narrowest stripe whose lanes cover the columns (or the widest, in
+/// panels), and of its shapes the one with the most groups (the most
+/// independent chains a lane).
+fn skewed_shape(measure: Measure, columns: usize) -> Option<(usize, usize)> {
+    let shapes: Vec<(usize, usize)> = skewed_shapes(measure).collect();
+    let widest = shapes.iter().map(|&(g, c)| g * c).max()?;
+    let stripe = shapes
+        .iter()
+        .map(|&(g, c)| g * c)
+        .filter(|&s| LANES * s >= columns)
+        .min()
+        .unwrap_or(widest);
+    shapes
+        .into_iter()
+        .filter(|&(g, c)| g * c == stripe)
+        .max_by_key(|&(g, _)| g)
 }
 
 /// The stripes of the measure's whole-warp kernels, narrowest first.
@@ -200,41 +225,76 @@ pub(crate) struct WarpKernel {
     pub workspace_per_pair: usize,
 }
 
-/// The warp kernel for pairs of series up to `a_len` (rows) and `b_len`
-/// (columns) samples of `dims` values in precision `precision`, in a band
-/// of up to `band_width` diagonals if any: the sheared band kernel where
-/// it pays (every pair's band then fits it), else a sub-warp for short
-/// series, else the narrowest whole-warp stripe that covers the columns
-/// (wider series in panels).
+/// The warp kernel for `pairs` pairs of series up to `a_len` (rows) and
+/// `b_len` (columns) samples of `dims` values in precision `precision`, in
+/// a band of up to `band_width` diagonals if any, on a GPU of `schedulers`
+/// warp schedulers: the sheared band kernel where it pays (every pair's
+/// band then fits it); else, where the measure has skewed kernels (cells
+/// that are long dependent chains), the pairs give fewer warps than there
+/// are schedulers and the series need more than one panel of the widest
+/// warp stripe, the skewed kernel: its independent chains in each lane hide
+/// the latency that too few warps cannot, where the column driver's lanes
+/// would each run a chain of a stripe's cells a step through every panel
+/// (below that its longer fill and drain cost more; `docs/benchmarks.md`);
+/// else a sub-warp
+/// for short series, else the narrowest whole-warp stripe that covers the
+/// columns (wider series in panels).
 pub(crate) fn warp_kernel(
     measure: Measure,
     precision: Precision,
     (a_len, b_len): (usize, usize),
     dims: usize,
     band_width: Option<usize>,
+    (pairs, schedulers): (usize, usize),
 ) -> WarpKernel {
     let row_len = a_len.max(b_len) + 1;
     let band = band_width.and_then(|width| band_shape(measure, width, a_len, b_len));
-    let (driver, lanes, workspace_per_pair) = match band {
-        Some((lanes, stripe)) => {
-            let (lanes, stripe) = (lanes as u32, stripe as u32);
-            (Driver::Sheared { lanes, stripe }, lanes, 0)
-        }
-        None => {
+    let panels = b_len > LANES * warp_stripes(measure).last().copied().unwrap_or(1);
+    let skewed = skewed_shape(measure, b_len).filter(|_| pairs < schedulers && panels);
+    let driver = match (band, skewed) {
+        (Some((lanes, stripe)), _) => Driver::Sheared {
+            lanes: lanes as u32,
+            stripe: stripe as u32,
+        },
+        (None, Some((groups, chain))) => Driver::Skewed {
+            groups: groups as u32,
+            chain: chain as u32,
+        },
+        (None, None) => {
             let (lanes, stripe) = sub_warp_shape(measure, b_len)
                 .unwrap_or_else(|| (LANES, warp_stripe(measure, b_len)));
-            // Series wider than the warp's columns run in panels, which
-            // need their border column.
-            let workspace = if lanes * stripe < b_len { row_len } else { 0 };
-            let (lanes, stripe) = (lanes as u32, stripe as u32);
-            (Driver::Warp { lanes, stripe }, lanes, workspace)
+            Driver::Warp {
+                lanes: lanes as u32,
+                stripe: stripe as u32,
+            }
         }
     };
+    let driver = forced_driver(measure).unwrap_or(driver);
+    let (lanes, columns) = match driver {
+        Driver::Sheared { lanes, .. } => (lanes as usize, usize::MAX),
+        Driver::Skewed { groups, chain } => (LANES, LANES * (groups * chain) as usize),
+        Driver::Warp { lanes, stripe } => (lanes as usize, (lanes * stripe) as usize),
+        _ => unreachable!("warp kernels only"),
+    };
+    // Series wider than the warp's columns run in panels, which need their
+    // border column.
+    let workspace_per_pair = if columns < b_len { row_len } else { 0 };
     WarpKernel {
         id: KernelId::new(measure, driver, dims == 1, precision),
-        lanes: lanes as usize,
+        lanes,
         workspace_per_pair,
     }
+}
+
+/// The warp kernel named by `TIMEWARP_WARP_KERNEL` (a driver and shape as
+/// in the kernel names: `warp4`, `skewed8x2`, ...), if the measure has it:
+/// for comparing the shapes of one workload in `timewarp bench`. A sheared
+/// band kernel is never forced (it needs the band to fit).
+fn forced_driver(measure: Measure) -> Option<Driver> {
+    let name = std::env::var("TIMEWARP_WARP_KERNEL").ok()?;
+    drivers(measure).find(|driver| {
+        matches!(driver, Driver::Warp { .. } | Driver::Skewed { .. }) && driver.to_string() == name
+    })
 }
 
 /// The capacities of the measure's `local` kernels, smallest first.
@@ -395,7 +455,8 @@ mod tests {
     #[test]
     fn warp_kernels_follow_the_lengths_and_the_band() {
         let f32 = Precision::F32;
-        let pick = |lengths, band| warp_kernel(Measure::Dtw, f32, lengths, 1, band);
+        let many = (100_000, 528);
+        let pick = |lengths, band| warp_kernel(Measure::Dtw, f32, lengths, 1, band, many);
         // Short DTW series take a sub-warp, univariate twin.
         let short = pick((64, 64), None);
         assert_eq!(short.id.to_string(), "dtw_warp8x8_1d_f32");
@@ -410,9 +471,27 @@ mod tests {
         assert_eq!(banded.id.to_string(), "dtw_sheared16x16_1d_f32");
         assert_eq!(banded.workspace_per_pair, 0);
         // Multivariate: no twin. TWED has no sub-warps.
-        let twed = warp_kernel(Measure::Twed, Precision::F64, (60, 60), 3, None);
+        let twed = warp_kernel(Measure::Twed, Precision::F64, (60, 60), 3, None, many);
         assert_eq!(twed.id.to_string(), "twed_warp4_f64");
-        for kernel in [short, wide, banded, twed] {
+        // Soft-DTW takes the skewed kernel when the pairs give fewer warps
+        // than the schedulers and the columns more than one panel of the
+        // warp kernel: a stripe that covers the columns, a group a column.
+        let soft = |n, m, pairs| warp_kernel(Measure::SoftDtw, f32, (n, m), 1, None, (pairs, 528));
+        assert_eq!(soft(128, 128, 256).id.to_string(), "soft_dtw_warp4_1d_f32");
+        assert_eq!(soft(512, 512, 1024).id.to_string(), "soft_dtw_warp4_1d_f32");
+        assert_eq!(
+            soft(512, 512, 256).id.to_string(),
+            "soft_dtw_skewed16x1_1d_f32"
+        );
+        assert_eq!(
+            soft(512, 129, 256).id.to_string(),
+            "soft_dtw_skewed16x1_1d_f32"
+        );
+        let soft_wide = soft(1024, 1024, 64);
+        assert_eq!(soft_wide.id.to_string(), "soft_dtw_skewed16x1_1d_f32");
+        assert_eq!(soft_wide.workspace_per_pair, 1025);
+        assert_eq!(soft(512, 512, 256).workspace_per_pair, 0);
+        for kernel in [short, wide, banded, twed, soft_wide] {
             assert!(kernel.id.exists(), "{}", kernel.id);
         }
     }
@@ -455,13 +534,13 @@ mod tests {
             Variant::Naive
         );
         assert_eq!(resident_variant(None).unwrap(), Variant::Warp);
-        assert_eq!(paired_variant(None, 2, 4096, true).unwrap(), Variant::Tiled);
+        assert_eq!(paired_variant(None, 2, 4096).unwrap(), Variant::Tiled);
+        assert_eq!(paired_variant(None, 64, 128).unwrap(), Variant::Warp);
         assert_eq!(
-            paired_variant(None, 64, 128, true).unwrap(),
+            paired_variant(Some(Variant::Stencil), 64, 128).unwrap(),
             Variant::Stencil
         );
-        assert_eq!(paired_variant(None, 64, 128, false).unwrap(), Variant::Warp);
-        assert!(paired_variant(Some(Variant::Naive), 64, 128, true).is_err());
+        assert!(paired_variant(Some(Variant::Naive), 64, 128).is_err());
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! Naming rule: `<measure>_<driver>[_1d]_<precision>`, where `<driver>` is
 //! `naive`, `local<capacity>`, `shared`, `warp<stripe>` (a whole warp),
 //! `warp<lanes>x<stripe>` (a sub-warp), `sheared<stripe>` and
-//! `sheared<lanes>x<stripe>` (the same shapes), `tiled<stripe>`,
+//! `sheared<lanes>x<stripe>` (the same shapes), `skewed<groups>x<chain>`,
+//! `tiled<stripe>`,
 //! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil`,
 //! `gradient` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
 //! kernel (the same driver with `dims` fixed to 1).
@@ -36,6 +37,10 @@ pub enum Driver {
     /// A pair per warp of `lanes` lanes, `stripe` cells a lane: the sheared
     /// band driver, for pairs whose Sakoe-Chiba band fits the warp.
     Sheared { lanes: u32, stripe: u32 },
+    /// A pair per warp, each lane's stripe of `groups * chain` columns cut
+    /// into `groups` groups a row apart: the skewed column driver, for
+    /// latency-bound cells.
+    Skewed { groups: u32, chain: u32 },
     /// One long pair, pipelined panels in one launch, `stripe` columns a lane.
     Tiled { stripe: u32 },
     /// One long pair in tiles, a launch per anti-diagonal of tiles.
@@ -61,6 +66,7 @@ impl Driver {
             self,
             Driver::Warp { .. }
                 | Driver::Sheared { .. }
+                | Driver::Skewed { .. }
                 | Driver::Tiled { .. }
                 | Driver::TiledLaunches { .. }
         )
@@ -77,6 +83,7 @@ impl fmt::Display for Driver {
             Driver::Warp { lanes, stripe } => write!(f, "warp{lanes}x{stripe}"),
             Driver::Sheared { lanes: 32, stripe } => write!(f, "sheared{stripe}"),
             Driver::Sheared { lanes, stripe } => write!(f, "sheared{lanes}x{stripe}"),
+            Driver::Skewed { groups, chain } => write!(f, "skewed{groups}x{chain}"),
             Driver::Tiled { stripe } => write!(f, "tiled{stripe}"),
             Driver::TiledLaunches { stripe } => write!(f, "tiled_launches{stripe}"),
             Driver::Diagonal => f.write_str("diagonal"),
@@ -169,6 +176,7 @@ macro_rules! kernel_table {
                 diagonal, diagonal_step, stencil;
             soft_dtw: naive, local(256), local(1024), shared,
                 warp(32, 1), warp(32, 4), sheared(32, 4),
+                skewed(16, 1),
                 tiled(4), tiled_launches(4),
                 diagonal, diagonal_step, stencil, gradient, alignment;
             twed: naive, local(256), local(1024), shared,
@@ -215,6 +223,12 @@ macro_rules! driver_of {
         Driver::Sheared {
             lanes: $lanes,
             stripe: $stripe,
+        }
+    };
+    (skewed $groups:literal $chain:literal) => {
+        Driver::Skewed {
+            groups: $groups,
+            chain: $chain,
         }
     };
     (tiled $stripe:literal) => {

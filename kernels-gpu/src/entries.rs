@@ -113,6 +113,12 @@ macro_rules! kernel {
             launch.run_band_in_warp::<_, $stripe, UNIVARIATE>(&warp, sub_warp);
         });
     };
+    ($m:ident $t:ident skewed $groups:literal $chain:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_skewed", stringify!($groups), "x", stringify!($chain)), $t, UNIVARIATE,
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            launch.run_pair_in_skewed_warp::<GpuWarp, $groups, $chain, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+        });
+    };
     ($m:ident $t:ident tiled $stripe:literal) => {
         entry_and_twin!(concat!(stringify!($m), "_tiled", stringify!($stripe)), $t, UNIVARIATE,
             launch: PanelLaunch<$t, params!($m $t)>, {

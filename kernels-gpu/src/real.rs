@@ -246,19 +246,21 @@ impl_real!(
     libm::log
 );
 
-/// The GPU's special-function unit in `f32`: `ex2.approx.f32` and
-/// `lg2.approx.f32`, one instruction each (the `libm` versions take dozens).
-/// Their error bounds (PTX ISA): `ex2.approx.f32` has a maximum relative
-/// error of 2^-22 (2 ulp) over the whole range, flushing results below the
-/// smallest normal to 0; `lg2.approx.f32` a maximum absolute error of
-/// 2^-22 for arguments in `[0.5, 2]`, and the same on the mantissa
-/// otherwise. `docs/algorithms.md` derives what this costs Soft-DTW.
+/// The GPU's special-function unit in `f32`: `ex2.approx.ftz.f32` and
+/// `lg2.approx.ftz.f32`, one instruction each (the `libm` versions take
+/// dozens; without `.ftz` each needs three more for subnormals). Their
+/// error bounds (PTX ISA): `ex2.approx.f32` has a maximum relative error of
+/// 2^-22 (2 ulp) over the whole range, and `.ftz` flushes results below
+/// the smallest normal (2^-126) to 0; `lg2.approx.f32` a maximum absolute
+/// error of 2^-22 for arguments in `[0.5, 2]`, and the same on the mantissa
+/// otherwise (its arguments here are sums of at least 1, never
+/// subnormal). `docs/algorithms.md` derives what this costs Soft-DTW.
 #[cfg(target_arch = "nvptx64")]
 mod fast {
     extern "C" {
-        #[link_name = "llvm.nvvm.ex2.approx.f"]
+        #[link_name = "llvm.nvvm.ex2.approx.ftz.f"]
         fn ex2_approx(x: f32) -> f32;
-        #[link_name = "llvm.nvvm.lg2.approx.f"]
+        #[link_name = "llvm.nvvm.lg2.approx.ftz.f"]
         fn lg2_approx(x: f32) -> f32;
     }
 

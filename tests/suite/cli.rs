@@ -864,9 +864,9 @@ fn gpu_bench_paired_resident_and_streamed_modes() {
                 command.arg("--resident");
             }
             let rows: Vec<BenchRow> = serde_json::from_str(&stdout_of(&mut command)).unwrap();
-            // The library's choice: the stencil for values, the gradient
-            // kernel (no variant) for gradients.
-            let backend = if gradient { "gpu" } else { "gpu:stencil" };
+            // The library's choice: the warp kernel for values, the
+            // gradient kernel (no variant) for gradients.
+            let backend = if gradient { "gpu" } else { "gpu:warp" };
             let backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
             assert_eq!(backends, [backend]);
             for row in &rows {

@@ -77,13 +77,6 @@ impl<'a> Shapes<'a> {
         (range(a), range(b))
     }
 
-    /// The longest series of each batch of launch `launch`.
-    pub(crate) fn longest(&self, launch: usize) -> (usize, usize) {
-        let (a, b) = operands(launch, self.x, self.y);
-        let max = |o| lengths(o).max().unwrap_or(0);
-        (max(a), max(b))
-    }
-
     /// The longest anti-diagonal (with boundary) of launch `launch`'s pairs.
     pub(crate) fn ring_len(&self, launch: usize) -> usize {
         (0..self.pairs())

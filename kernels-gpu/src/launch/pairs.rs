@@ -4,6 +4,7 @@
 
 use super::{triangle_pair, Numbering};
 use crate::drivers::columns::pair::warp_pair;
+use crate::drivers::columns::skewed::skewed_pair;
 use crate::drivers::rows::{pair_value, RowPair};
 use crate::drivers::sheared_band::{band_in_warp, band_pair};
 use crate::drivers::stencil::{stencil_backward, stencil_value, Backward, GRADIENT_RINGS};
@@ -160,12 +161,51 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
         let (i, j) = self.pair(index);
         let a = self.a.series_of::<UNIVARIATE>(i);
         let b = self.b.series_of::<UNIVARIATE>(j);
-        let border = if self.workspace.is_null() {
+        let border = self.border_of(index);
+        let value = warp_pair::<T, P, W, S>(warp, &self.params, &a, &b, border);
+        if warp.lane() == 0 {
+            self.write(i, j, value);
+        }
+    }
+
+    /// The warp kernels' border column of pair `index` in the workspace, or
+    /// null when the launch has none.
+    ///
+    /// # Safety
+    /// `index < pair_count`; the workspace as documented.
+    #[inline(always)]
+    unsafe fn border_of(&self, index: u64) -> *mut T {
+        if self.workspace.is_null() {
             self.workspace
         } else {
             self.workspace.add(index as usize * self.row_len as usize)
-        };
-        let value = warp_pair::<T, P, W, S>(warp, &self.params, &a, &b, border);
+        }
+    }
+
+    /// Pair `index` by one warp with the skewed column driver, `G` groups
+    /// of `C` columns a lane: the `skewed` kernels.
+    ///
+    /// # Safety
+    /// As [`PairsLaunch::run_pair_in_warp`].
+    #[inline(always)]
+    pub unsafe fn run_pair_in_skewed_warp<
+        W: Warp,
+        const G: usize,
+        const C: usize,
+        const UNIVARIATE: bool,
+    >(
+        &self,
+        warp: &W,
+        index: u64,
+    ) {
+        if index >= self.pair_count {
+            return;
+        }
+        let (i, j) = self.pair(index);
+        let a = self.a.series_of::<UNIVARIATE>(i);
+        let b = self.b.series_of::<UNIVARIATE>(j);
+        let border = self.border_of(index);
+        let value = skewed_pair::<T, P, W, G, C>(warp, &self.params, &a, &b, border);
         if warp.lane() == 0 {
             self.write(i, j, value);
         }

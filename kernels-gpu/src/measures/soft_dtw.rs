@@ -50,9 +50,6 @@ impl<T: Copy> MeasureParams for SoftDtwParams<T> {
 pub fn soft_min<T: Real>(gamma: T, a: T, b: T, c: T) -> T {
     let (low, high) = (a.min(b), a.max(b));
     let smallest = low.min(c);
-    if smallest == T::INFINITY {
-        return T::INFINITY;
-    }
     let largest = high.max(c);
     let middle = low.max(high.min(c));
     // Loop-invariant: the drivers' loops compute it once.
@@ -60,7 +57,15 @@ pub fn soft_min<T: Real>(gamma: T, a: T, b: T, c: T) -> T {
     let sum = T::ONE
         + ((smallest - middle) * scale).soft_exp()
         + ((smallest - largest) * scale).soft_exp();
-    smallest - gamma * sum.soft_ln()
+    let value = smallest - gamma * sum.soft_ln();
+    // A select, not an early return: a branch around each cell would keep
+    // the GPU from interleaving independent cells (`drivers::columns::skewed`).
+    // With every argument infinite `value` is NaN, and unused.
+    if smallest == T::INFINITY {
+        T::INFINITY
+    } else {
+        value
+    }
 }
 
 /// The Soft-DTW cell update.

@@ -14,6 +14,7 @@ use timewarp_kernels::drivers::columns::long_pair::{
     diagonal_tiles, pipelined_pair, tile_counts, warp_tile, PanelHandoff, TileGrid,
 };
 use timewarp_kernels::drivers::columns::pair::warp_pair;
+use timewarp_kernels::drivers::columns::skewed::skewed_pair;
 use timewarp_kernels::drivers::sheared_band::{band_in_warp, band_pair};
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::Numbering;
@@ -32,6 +33,22 @@ fn in_warp<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
         let (a, b, border) = shared.get();
         // SAFETY: the border holds a.len + 1 values; the series outlive the warp.
         unsafe { warp_pair::<f64, M, _, S>(warp, measure, &a, &b, border) }
+    })
+}
+
+/// The whole pair in one emulated warp of `N` lanes with the skewed
+/// column driver, `G` groups of `C` columns per lane.
+fn in_skewed<M: Recurrence<f64> + Sync, const N: usize, const G: usize, const C: usize>(
+    measure: &M,
+    pair: &Pair,
+) -> f64 {
+    let (a, b) = pair.series();
+    let mut border = vec![f64::NAN; a.len + 1];
+    let shared = Shared((a, b, border.as_mut_ptr()));
+    run_warp::<N, _>(|warp| {
+        let (a, b, border) = shared.get();
+        // SAFETY: as in `in_warp`.
+        unsafe { skewed_pair::<f64, M, _, G, C>(warp, measure, &a, &b, border) }
     })
 }
 
@@ -134,6 +151,15 @@ fn check_pair<M: Recurrence<f64> + Sync>(params: &M, measure: Measure, pair: &Pa
         in_warp::<M, 4, 4>(params, pair),
         expected,
     );
+    for (what, got) in [
+        ("skewed 4 lanes, 1x1", in_skewed::<M, 4, 1, 1>(params, pair)),
+        ("skewed 4 lanes, 2x1", in_skewed::<M, 4, 2, 1>(params, pair)),
+        ("skewed 4 lanes, 4x1", in_skewed::<M, 4, 4, 1>(params, pair)),
+        ("skewed 4 lanes, 2x2", in_skewed::<M, 4, 2, 2>(params, pair)),
+        ("skewed 4 lanes, 3x2", in_skewed::<M, 4, 3, 2>(params, pair)),
+    ] {
+        assert_close(&context(what), got, expected);
+    }
     if tiles {
         for warps in [1, 3] {
             let got = in_pipeline::<M, 4, 2>(params, pair, warps);
@@ -211,11 +237,13 @@ fn a_full_warp_matches_the_oracle() {
         ] {
             let expected = pair.oracle(measure);
             let context = format!("{measure:?}, {n} x {m}, 32 lanes");
-            let (warp1, warp2, tiled) = with_params!(measure, |p| (
+            let (warp1, warp2, tiled, skewed) = with_params!(measure, |p| (
                 in_warp::<_, 32, 1>(&p, &pair),
                 in_warp::<_, 32, 2>(&p, &pair),
-                in_tiles::<_, 32, 1>(&p, &pair, 16, true)
+                in_tiles::<_, 32, 1>(&p, &pair, 16, true),
+                in_skewed::<_, 32, 2, 1>(&p, &pair)
             ));
+            assert_close(&format!("{context}, skewed 2x1"), skewed, expected);
             assert_close(&format!("{context}, 1 column per lane"), warp1, expected);
             assert_close(&format!("{context}, 2 columns per lane"), warp2, expected);
             assert_close(&format!("{context}, tiles 16 x 32"), tiled, expected);

@@ -20,6 +20,7 @@
 
 pub mod long_pair;
 pub mod pair;
+pub mod skewed;
 
 use super::stripe_cell;
 use crate::hw::Warp;
