@@ -207,10 +207,10 @@ unsafe fn skewed_panel<
     let (owner, index) = (k / (G * C), k % (G * C));
     // A select per cell rather than an index: the cells stay in registers.
     let mut mine = cells[0][0];
-    for g in 0..G {
-        for c in 0..C {
+    for (g, group) in cells.iter().enumerate() {
+        for (c, &cell) in group.iter().enumerate() {
             if g * C + c == index {
-                mine = cells[g][c];
+                mine = cell;
             }
         }
     }
