@@ -24,7 +24,8 @@ use super::multi::{on_one_gpu, spread_pair_blocks};
 use super::plan::chunks;
 use super::plan::paired::{operands, Shapes};
 use super::select::{
-    band_width, block_threads, paired_variant, pipelined_workspace, warp_kernel, WarpKernel,
+    band_width, block_threads, paired_variant, panels_kernel, pipelined_workspace, warp_kernel,
+    WarpKernel,
 };
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::{Float, Result, SeriesSet, Variant};
@@ -75,7 +76,9 @@ fn paired_warp<T: Float, P: KernelParams<T>>(
 ) -> WarpKernel {
     let longest = (lengths.0 .1, lengths.1 .1);
     let band = band_width(params, lengths.0, lengths.1);
-    warp_kernel(P::MEASURE, T::PRECISION, longest, dims, band, occupancy)
+    let (measure, precision) = (P::MEASURE, T::PRECISION);
+    panels_kernel(measure, precision, longest, dims, band, occupancy)
+        .unwrap_or_else(|| warp_kernel(measure, precision, longest, dims, band, occupancy))
 }
 
 /// The border per pair of every launch (0 but for the warp kernel).
@@ -327,6 +330,16 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
                 let occupancy = (len, gpu.schedulers()?);
                 let warp = paired_warp::<T, P>(&params, launch_lengths, dims, occupancy);
                 let function = gpu.function(warp.id)?;
+                if matches!(warp.id.driver, Driver::Panels { .. }) {
+                    // The pipeline's counts start at zero, launch after
+                    // launch and chunk after chunk.
+                    let bytes = border * len * size_of::<T>();
+                    // SAFETY: the workspace holds `border` values a pair.
+                    unsafe {
+                        driver::memset_d8_async(workspace as u64, 0, bytes, stream.cu_stream())
+                    }
+                    .map_err(gpu_error)?;
+                }
                 let launch = PairsLaunch {
                     a: refs.0,
                     b: refs.1,

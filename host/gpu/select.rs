@@ -9,6 +9,7 @@
 use crate::{Error, Result, Variant};
 use timewarp_kernels::catalogue::drivers;
 use timewarp_kernels::hw::LANES;
+use timewarp_kernels::launch::pairs::panel_workspace;
 use timewarp_kernels::{Driver, KernelId, Measure, Precision, Real, Recurrence, Window};
 
 /// At most this many pairs go to the tiled kernel by default: it computes
@@ -286,12 +287,73 @@ pub(crate) fn warp_kernel(
     }
 }
 
+/// The (warps, stripe) of the measure's `panels` kernels.
+fn panels_shapes(measure: Measure) -> impl Iterator<Item = (usize, usize)> {
+    drivers(measure).filter_map(|driver| match driver {
+        Driver::Panels { warps, stripe } => Some((warps as usize, stripe as usize)),
+        _ => None,
+    })
+}
+
+/// The `panels` kernel (a block of warps a pair, its panels pipelined) for
+/// `pairs` paired pairs of up to `a_len x b_len` on a GPU of `schedulers`
+/// warp schedulers, where the measure has one and it pays: no band, series
+/// wider than one panel of the widest warp stripe, and pairs that give
+/// fewer warps than the schedulers (the block's warps make up for them);
+/// or where `TIMEWARP_WARP_KERNEL` names it. Its workspace is the pair's
+/// panel counts and two border columns, to be zeroed before every launch.
+pub(crate) fn panels_kernel(
+    measure: Measure,
+    precision: Precision,
+    (a_len, b_len): (usize, usize),
+    dims: usize,
+    band_width: Option<usize>,
+    (pairs, schedulers): (usize, usize),
+) -> Option<WarpKernel> {
+    let forced = forced_name().and_then(|name| {
+        panels_shapes(measure).find(|&(warps, stripe)| {
+            let driver = Driver::Panels {
+                warps: warps as u32,
+                stripe: stripe as u32,
+            };
+            driver.to_string() == name
+        })
+    });
+    let widest_warp = LANES * warp_stripes(measure).last().copied().unwrap_or(1);
+    let pays = band_width.is_none() && b_len > widest_warp && pairs < schedulers;
+    let chosen = if pays && forced_name().is_none() {
+        panels_shapes(measure).max_by_key(|&(warps, _)| warps)
+    } else {
+        None
+    };
+    let (warps, stripe) = forced.or(chosen)?;
+    let columns = LANES * stripe;
+    let workspace_per_pair = match precision {
+        Precision::F32 => panel_workspace::<f32>(a_len, b_len, columns),
+        Precision::F64 => panel_workspace::<f64>(a_len, b_len, columns),
+    };
+    let driver = Driver::Panels {
+        warps: warps as u32,
+        stripe: stripe as u32,
+    };
+    Some(WarpKernel {
+        id: KernelId::new(measure, driver, dims == 1, precision),
+        lanes: LANES * warps,
+        workspace_per_pair,
+    })
+}
+
+/// `TIMEWARP_WARP_KERNEL`, if set.
+fn forced_name() -> Option<String> {
+    std::env::var("TIMEWARP_WARP_KERNEL").ok()
+}
+
 /// The warp kernel named by `TIMEWARP_WARP_KERNEL` (a driver and shape as
-/// in the kernel names: `warp4`, `skewed8x2`, ...), if the measure has it:
+/// in the kernel names: `warp4`, `skewed16x1`, `panels4x4`), if the measure has it:
 /// for comparing the shapes of one workload in `timewarp bench`. A sheared
 /// band kernel is never forced (it needs the band to fit).
 fn forced_driver(measure: Measure) -> Option<Driver> {
-    let name = std::env::var("TIMEWARP_WARP_KERNEL").ok()?;
+    let name = forced_name()?;
     drivers(measure).find(|driver| {
         matches!(driver, Driver::Warp { .. } | Driver::Skewed { .. }) && driver.to_string() == name
     })
@@ -494,6 +556,23 @@ mod tests {
         for kernel in [short, wide, banded, twed, soft_wide] {
             assert!(kernel.id.exists(), "{}", kernel.id);
         }
+    }
+
+    #[test]
+    fn paired_soft_dtw_takes_the_panels_kernel_for_few_wide_pairs() {
+        let pick = |measure, (n, m), band, pairs| {
+            panels_kernel(measure, Precision::F32, (n, m), 1, band, (pairs, 528))
+        };
+        let few_wide = pick(Measure::SoftDtw, (512, 512), None, 256).expect("panels");
+        assert_eq!(few_wide.id.to_string(), "soft_dtw_panels4x4_1d_f32");
+        assert_eq!(few_wide.lanes, 128);
+        // Five counts (four panels and the next-panel counter), two borders.
+        assert_eq!(few_wide.workspace_per_pair, 5 + 2 * 513);
+        assert!(few_wide.id.exists());
+        assert!(pick(Measure::SoftDtw, (512, 512), None, 1024).is_none());
+        assert!(pick(Measure::SoftDtw, (128, 128), None, 256).is_none());
+        assert!(pick(Measure::SoftDtw, (512, 512), Some(41), 256).is_none());
+        assert!(pick(Measure::Dtw, (512, 512), None, 256).is_none());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! `naive`, `local<capacity>`, `shared`, `warp<stripe>` (a whole warp),
 //! `warp<lanes>x<stripe>` (a sub-warp), `sheared<stripe>` and
 //! `sheared<lanes>x<stripe>` (the same shapes), `skewed<groups>x<chain>`,
+//! `panels<warps>x<stripe>`,
 //! `tiled<stripe>`,
 //! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil`,
 //! `gradient` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
@@ -41,6 +42,10 @@ pub enum Driver {
     /// into `groups` groups a row apart: the skewed column driver, for
     /// latency-bound cells.
     Skewed { groups: u32, chain: u32 },
+    /// A pair per block of `warps` warps, each taking the pair's next
+    /// panel of `32 * stripe` columns and running right behind the panel
+    /// to its left: the long-pair pipeline, a pair a block.
+    Panels { warps: u32, stripe: u32 },
     /// One long pair, pipelined panels in one launch, `stripe` columns a lane.
     Tiled { stripe: u32 },
     /// One long pair in tiles, a launch per anti-diagonal of tiles.
@@ -67,6 +72,7 @@ impl Driver {
             Driver::Warp { .. }
                 | Driver::Sheared { .. }
                 | Driver::Skewed { .. }
+                | Driver::Panels { .. }
                 | Driver::Tiled { .. }
                 | Driver::TiledLaunches { .. }
         )
@@ -84,6 +90,7 @@ impl fmt::Display for Driver {
             Driver::Sheared { lanes: 32, stripe } => write!(f, "sheared{stripe}"),
             Driver::Sheared { lanes, stripe } => write!(f, "sheared{lanes}x{stripe}"),
             Driver::Skewed { groups, chain } => write!(f, "skewed{groups}x{chain}"),
+            Driver::Panels { warps, stripe } => write!(f, "panels{warps}x{stripe}"),
             Driver::Tiled { stripe } => write!(f, "tiled{stripe}"),
             Driver::TiledLaunches { stripe } => write!(f, "tiled_launches{stripe}"),
             Driver::Diagonal => f.write_str("diagonal"),
@@ -176,7 +183,7 @@ macro_rules! kernel_table {
                 diagonal, diagonal_step, stencil;
             soft_dtw: naive, local(256), local(1024), shared,
                 warp(32, 1), warp(32, 4), sheared(32, 4),
-                skewed(16, 1),
+                skewed(16, 1), panels(4, 4),
                 tiled(4), tiled_launches(4),
                 diagonal, diagonal_step, stencil, gradient, alignment;
             twed: naive, local(256), local(1024), shared,
@@ -229,6 +236,12 @@ macro_rules! driver_of {
         Driver::Skewed {
             groups: $groups,
             chain: $chain,
+        }
+    };
+    (panels $warps:literal $stripe:literal) => {
+        Driver::Panels {
+            warps: $warps,
+            stripe: $stripe,
         }
     };
     (tiled $stripe:literal) => {

@@ -119,6 +119,12 @@ macro_rules! kernel {
             launch.run_pair_in_skewed_warp::<GpuWarp, $groups, $chain, UNIVARIATE>(&GpuWarp::whole(), global_warp());
         });
     };
+    ($m:ident $t:ident panels $warps:literal $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_panels", stringify!($warps), "x", stringify!($stripe)), $t, UNIVARIATE,
+            launch: PairsLaunch<$t, params!($m $t)>, {
+            launch.run_pair_in_panels::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), block_index());
+        });
+    };
     ($m:ident $t:ident tiled $stripe:literal) => {
         entry_and_twin!(concat!(stringify!($m), "_tiled", stringify!($stripe)), $t, UNIVARIATE,
             launch: PanelLaunch<$t, params!($m $t)>, {

@@ -3,6 +3,7 @@
 //! alignment kernels' additions ([`StencilLaunch`]).
 
 use super::{triangle_pair, Numbering};
+use crate::drivers::columns::long_pair::{pipelined_pair, PanelHandoff};
 use crate::drivers::columns::pair::warp_pair;
 use crate::drivers::columns::skewed::skewed_pair;
 use crate::drivers::rows::{pair_value, RowPair};
@@ -10,7 +11,7 @@ use crate::drivers::sheared_band::{band_in_warp, band_pair};
 use crate::drivers::stencil::{stencil_backward, stencil_value, Backward, GRADIENT_RINGS};
 use crate::hw::{ThreadBlock, Warp};
 use crate::{Differentiable, Real, Recurrence, SetRef};
-use core::mem::MaybeUninit;
+use core::mem::{size_of, MaybeUninit};
 use core::ptr::null_mut;
 
 /// Everything a pair kernel needs, passed by value as its one parameter.
@@ -211,6 +212,46 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
         }
     }
 
+    /// Pair `index` by the warps of one block together, panels of `S`
+    /// columns a lane, each warp right behind the panel to its left (the
+    /// long-pair pipeline, [`pipelined_pair`]): the `panels` kernels. The
+    /// pair's workspace (`row_len` values, zeroed before the launch) holds
+    /// its panel counts, then its two border columns
+    /// ([`panel_workspace`]).
+    ///
+    /// # Safety
+    /// Every lane of every warp of the block calls it together with the
+    /// block's index; pointers valid as documented; with `UNIVARIATE` the
+    /// sets are univariate.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_panels<W: Warp, const S: usize, const UNIVARIATE: bool>(
+        &self,
+        warp: &W,
+        index: u64,
+    ) {
+        if index >= self.pair_count {
+            return;
+        }
+        let (i, j) = self.pair(index);
+        let a = self.a.series_of::<UNIVARIATE>(i);
+        let b = self.b.series_of::<UNIVARIATE>(j);
+        let base = self.border_of(index);
+        let panels = b.len.div_ceil(W::LANES * S);
+        let counts = base.cast::<u32>();
+        let handoff = PanelHandoff {
+            ready: counts,
+            next_panel: counts.add(panels),
+            borders: base.add(count_values::<T>(panels)),
+            last_row: null_mut(),
+        };
+        let value = pipelined_pair::<T, P, W, S>(warp, &self.params, &a, &b, &handoff);
+        if let Some(value) = value {
+            if warp.lane() == 0 {
+                self.write(i, j, value);
+            }
+        }
+    }
+
     /// Pair `index` by one warp with the sheared band driver, `S` cells a
     /// lane: the `sheared` kernels, which the host launches for pairs whose
     /// Sakoe-Chiba band fits the warp. A pair whose band does not fit is
@@ -237,6 +278,19 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
             }
         }
     }
+}
+
+/// Values of `T` that hold a pipelined pair's `panels + 1` counts.
+#[inline(always)]
+fn count_values<T>(panels: usize) -> usize {
+    ((panels + 1) * size_of::<u32>()).div_ceil(size_of::<T>())
+}
+
+/// The workspace of a `panels` kernel's pair of `a_len x b_len` with panels
+/// of `panel_columns` columns, in values of `T`: the panel counts, then
+/// two border columns of `a_len + 1`.
+pub fn panel_workspace<T>(a_len: usize, b_len: usize, panel_columns: usize) -> usize {
+    count_values::<T>(b_len.div_ceil(panel_columns)) + 2 * (a_len + 1)
 }
 
 /// What the gradient and alignment kernels read and write besides the

@@ -16,7 +16,7 @@ use timewarp_kernels::drivers::columns::long_pair::{
 use timewarp_kernels::drivers::columns::pair::warp_pair;
 use timewarp_kernels::drivers::columns::skewed::skewed_pair;
 use timewarp_kernels::drivers::sheared_band::{band_in_warp, band_pair};
-use timewarp_kernels::launch::pairs::PairsLaunch;
+use timewarp_kernels::launch::pairs::{panel_workspace, PairsLaunch};
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Recurrence, SetRef, Window};
 
@@ -408,6 +408,71 @@ fn the_warp_and_sheared_launches_match_the_oracle() {
             match got {
                 Some(got) => assert_close(&format!("{context}, sheared"), got, expected),
                 None => assert!(!fits, "{context}: a band that fits was not computed"),
+            }
+        }
+    }
+}
+
+/// The `panels` launch (a pair by several warps, its panels pipelined) on
+/// `warps` emulated warps of `N` lanes, `S` columns each: its workspace the
+/// pair's panel counts and borders, zeroed, as the host allocates it.
+fn panels_launched<M: Recurrence<f64> + Sync + Copy, const N: usize, const S: usize>(
+    measure: M,
+    pair: &Pair,
+    warps: usize,
+) -> f64 {
+    let (a, b) = pair.series();
+    let offsets = [[0u64, a.len as u64], [0, b.len as u64]];
+    let mut out = [f64::NAN];
+    let mut workspace = vec![0.0f64; panel_workspace::<f64>(a.len, b.len, N * S)];
+    let set = |s: &timewarp_kernels::Series<f64>, offsets: &[u64; 2]| SetRef {
+        values: s.values,
+        offsets: offsets.as_ptr(),
+        times: s.times,
+        count: 1,
+        dims: s.dims as u64,
+    };
+    let launch = Shared(PairsLaunch {
+        a: set(&a, &offsets[0]),
+        b: set(&b, &offsets[1]),
+        params: measure,
+        out: out.as_mut_ptr(),
+        workspace: workspace.as_mut_ptr(),
+        row_len: workspace.len() as u64,
+        first_pair: 0,
+        pair_count: 1,
+        numbering: Numbering::Paired,
+    });
+    run_warps::<N, _>(warps, |warp| {
+        let launch = launch.get();
+        // SAFETY: the launch's sets, output and zeroed workspace are valid
+        // and outlive the warps, which all take pair 0.
+        unsafe { launch.run_pair_in_panels::<_, S, false>(warp, 0) }
+    });
+    out[0]
+}
+
+#[test]
+fn the_panels_launch_matches_the_oracle() {
+    // 7 panels of 8 lanes x 4 columns (and 1 x 1 pairs, one panel) on 1, 3
+    // and 4 warps: each warp takes the next panel and follows the one to
+    // its left through the pair's own counts and borders.
+    for (k, &(n, m, dims)) in [(200, 200, 1), (57, 200, 3), (200, 31, 1), (1, 1, 1)]
+        .iter()
+        .enumerate()
+    {
+        let pair = Pair::random(950 + k as u64, n, m, dims);
+        for measure in [
+            Measure::SoftDtw(0.5),
+            Measure::Dtw(None),
+            Measure::Dtw(Some(5)),
+            Measure::Twed(0.5, 1.0, 2.0),
+        ] {
+            let expected = pair.oracle(measure);
+            for warps in [1, 3, 4] {
+                let got = with_params!(measure, |p| panels_launched::<_, 8, 4>(p, &pair, warps));
+                let context = format!("{measure:?}, {n} x {m}, dims {dims}, {warps} warps");
+                assert_close(&context, got, expected);
             }
         }
     }
