@@ -1,0 +1,164 @@
+//! The selection rules, on the CPU.
+
+use super::*;
+use timewarp_kernels::{DtwParams, TwedParams};
+
+#[test]
+fn shared_blocks_fit_their_memory() {
+    let (default, opt_in) = (48 * 1024, 232_448);
+    // Length 128 in f32: 1032 bytes a thread, 32 threads fit 48 KiB.
+    assert_eq!(shared_threads(1032, default, opt_in), Some((32, false)));
+    // Short rows: 128 threads.
+    assert_eq!(
+        shared_threads(2 * 17 * 8, default, opt_in),
+        Some((128, false))
+    );
+    assert_eq!(shared_threads(500, default, opt_in), Some((64, false)));
+    // Length 1000 in f64: 16 016 bytes, opt in to 14 threads.
+    assert_eq!(shared_threads(16_016, default, opt_in), Some((14, true)));
+    // Length 14 000 in f64 fits one thread; 15 000 does not.
+    assert_eq!(
+        shared_threads(2 * 14_001 * 8, default, opt_in),
+        Some((1, true))
+    );
+    assert_eq!(shared_threads(2 * 15_001 * 8, default, opt_in), None);
+}
+
+#[test]
+fn band_widths_cover_the_widest_pair() {
+    let dtw = DtwParams::new(Some(3));
+    // Equal lengths: 2 r + 1.
+    assert_eq!(band_width::<f64, _>(&dtw, (10, 10), (10, 10)), Some(7));
+    // Lengths 8..12 against 10..20: the widest pair is 8 x 20.
+    assert_eq!(band_width::<f64, _>(&dtw, (8, 12), (10, 20)), Some(7 + 12));
+    assert_eq!(
+        band_width::<f64, _>(&DtwParams::new(None), (8, 8), (8, 8)),
+        None
+    );
+    let twed = TwedParams::new(1.0, 1.0, 2.0);
+    assert_eq!(band_width::<f64, _>(&twed, (8, 8), (8, 8)), None);
+}
+
+#[test]
+fn warp_kernels_follow_the_lengths_and_the_band() {
+    let f32 = Precision::F32;
+    let many = (100_000, 528);
+    let pick = |lengths, band| warp_kernel(Measure::Dtw, f32, lengths, 1, band, many);
+    // Short DTW series take a sub-warp, univariate twin.
+    let short = pick((64, 64), None);
+    assert_eq!(short.id.to_string(), "dtw_warp8x8_1d_f32");
+    assert_eq!(pick((128, 128), None).id.to_string(), "dtw_warp8x16_1d_f32");
+    // Wider ones the narrowest whole-warp stripe that covers them.
+    assert_eq!(pick((500, 129), None).id.to_string(), "dtw_warp16_1d_f32");
+    let wide = pick((1024, 1024), None);
+    assert_eq!(wide.id.to_string(), "dtw_warp16_1d_f32");
+    assert_eq!(wide.workspace_per_pair, 1025);
+    // A 10% band at 1024 takes the sheared band driver in 16 x 16.
+    let banded = pick((1024, 1024), Some(205));
+    assert_eq!(banded.id.to_string(), "dtw_sheared16x16_1d_f32");
+    assert_eq!(banded.workspace_per_pair, 0);
+    // Multivariate: no twin. TWED has no sub-warps.
+    let twed = warp_kernel(Measure::Twed, Precision::F64, (60, 60), 3, None, many);
+    assert_eq!(twed.id.to_string(), "twed_warp4_f64");
+    // Soft-DTW takes the skewed kernel when the pairs give fewer warps
+    // than the schedulers and the columns more than one panel of the
+    // warp kernel: a stripe that covers the columns, a group a column.
+    let soft = |n, m, pairs| warp_kernel(Measure::SoftDtw, f32, (n, m), 1, None, (pairs, 528));
+    assert_eq!(soft(128, 128, 256).id.to_string(), "soft_dtw_warp4_1d_f32");
+    assert_eq!(soft(512, 512, 1024).id.to_string(), "soft_dtw_warp4_1d_f32");
+    assert_eq!(
+        soft(512, 512, 256).id.to_string(),
+        "soft_dtw_skewed16x1_1d_f32"
+    );
+    assert_eq!(
+        soft(512, 129, 256).id.to_string(),
+        "soft_dtw_skewed16x1_1d_f32"
+    );
+    let soft_wide = soft(1024, 1024, 64);
+    assert_eq!(soft_wide.id.to_string(), "soft_dtw_skewed16x1_1d_f32");
+    assert_eq!(soft_wide.workspace_per_pair, 1025);
+    assert_eq!(soft(512, 512, 256).workspace_per_pair, 0);
+    for kernel in [short, wide, banded, twed, soft_wide] {
+        assert!(kernel.id.exists(), "{}", kernel.id);
+    }
+}
+
+#[test]
+fn paired_soft_dtw_takes_the_panels_kernel_for_few_wide_pairs() {
+    let pick = |measure, (n, m), band, pairs| {
+        panels_kernel(measure, Precision::F32, (n, m), 1, band, (pairs, 528))
+    };
+    let few_wide = pick(Measure::SoftDtw, (512, 512), None, 256).expect("panels");
+    assert_eq!(few_wide.id.to_string(), "soft_dtw_panels4x4_1d_f32");
+    assert_eq!(few_wide.lanes, 128);
+    // Five counts (four panels and the next-panel counter), two borders.
+    assert_eq!(few_wide.workspace_per_pair, 5 + 2 * 513);
+    assert!(few_wide.id.exists());
+    assert!(pick(Measure::SoftDtw, (512, 512), None, 1024).is_none());
+    assert!(pick(Measure::SoftDtw, (128, 128), None, 256).is_none());
+    assert!(pick(Measure::SoftDtw, (512, 512), Some(41), 256).is_none());
+    assert!(pick(Measure::Dtw, (512, 512), None, 256).is_none());
+}
+
+#[test]
+fn the_band_driver_pays_only_where_it_saves_lane_steps() {
+    // Fits: at least 2 cells a lane, every diagonal in the warp.
+    assert!(!band_pays(10, 100, 100, 32, 1));
+    assert!(!band_pays(513, 1000, 1000, 32, 16));
+    // A 10% band at L = 1024: far fewer steps than 2 panels.
+    assert!(band_pays(205, 1024, 1024, 16, 16));
+    // A band as wide as the matrix saves nothing.
+    assert!(!band_pays(127, 64, 64, 8, 16));
+}
+
+#[test]
+fn default_variants() {
+    assert_eq!(
+        matrix_variant(Measure::Twed, 1, 65_536, None),
+        Variant::Tiled
+    );
+    assert_eq!(
+        matrix_variant(Measure::Twed, 3, 65_536, None),
+        Variant::Warp
+    );
+    assert_eq!(matrix_variant(Measure::Dtw, 1, 1024, None), Variant::Warp);
+    // A long pair in a band that fits a warp: the warp kernel.
+    assert_eq!(
+        matrix_variant(Measure::Dtw, 1, 65_536, Some(133)),
+        Variant::Warp
+    );
+    assert_eq!(
+        matrix_variant(Measure::Dtw, 1, 65_536, Some(600)),
+        Variant::Tiled
+    );
+    assert!(resident_variant(Some(Variant::Tiled)).is_err());
+    assert!(resident_variant(Some(Variant::Stencil)).is_err());
+    assert_eq!(
+        resident_variant(Some(Variant::Naive)).unwrap(),
+        Variant::Naive
+    );
+    assert_eq!(resident_variant(None).unwrap(), Variant::Warp);
+    assert_eq!(paired_variant(None, 2, 4096).unwrap(), Variant::Tiled);
+    assert_eq!(paired_variant(None, 64, 128).unwrap(), Variant::Warp);
+    assert_eq!(
+        paired_variant(Some(Variant::Stencil), 64, 128).unwrap(),
+        Variant::Stencil
+    );
+    assert!(paired_variant(Some(Variant::Naive), 64, 128).is_err());
+}
+
+#[test]
+fn tiled_shapes() {
+    assert_eq!(tiled_stripe(Measure::Twed, 65_536), 4);
+    assert_eq!(tiled_stripe(Measure::Twed, 1 << 20), 8);
+    assert_eq!(tiled_stripe(Measure::Dtw, 1 << 20), 16);
+    assert_eq!(tiled_stripe(Measure::SoftDtw, 1 << 20), 4);
+    assert_eq!(local_max_len(), 1024);
+    assert_eq!(
+        local_kernel(Measure::Dtw, Precision::F64, 300)
+            .unwrap()
+            .to_string(),
+        "dtw_local1024_f64"
+    );
+    assert!(local_kernel(Measure::Dtw, Precision::F64, 1025).is_err());
+}
