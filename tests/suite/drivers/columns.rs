@@ -18,7 +18,7 @@ use timewarp_kernels::drivers::columns::skewed::skewed_pair;
 use timewarp_kernels::drivers::sheared_band::{band_in_warp, band_pair};
 use timewarp_kernels::launch::pairs::{panel_workspace, PairsLaunch};
 use timewarp_kernels::launch::Numbering;
-use timewarp_kernels::{Recurrence, SetRef, Window};
+use timewarp_kernels::{Recurrence, Series, SetRef, Window};
 
 /// The whole pair in one emulated warp of `N` lanes, `S` columns per lane.
 fn in_warp<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
@@ -336,6 +336,36 @@ fn the_band_driver_matches_the_oracle() {
     assert!(checked > 300, "only {checked} pairs fitted a band");
 }
 
+/// A launch of the one pair `(a, b)` (sample offsets `offsets`), its value
+/// to `out[0]`, with `workspace` (its length the launch's `row_len`).
+fn one_pair_launch<M: Copy>(
+    measure: M,
+    (a, b): (&Series<f64>, &Series<f64>),
+    offsets: &[[u64; 2]; 2],
+    out: &mut [f64; 1],
+    workspace: &mut [f64],
+    numbering: Numbering,
+) -> PairsLaunch<f64, M> {
+    let set = |s: &Series<f64>, offsets: &[u64; 2]| SetRef {
+        values: s.values,
+        offsets: offsets.as_ptr(),
+        times: s.times,
+        count: 1,
+        dims: s.dims as u64,
+    };
+    PairsLaunch {
+        a: set(a, &offsets[0]),
+        b: set(b, &offsets[1]),
+        params: measure,
+        out: out.as_mut_ptr(),
+        workspace: workspace.as_mut_ptr(),
+        row_len: workspace.len() as u64,
+        first_pair: 0,
+        pair_count: 1,
+        numbering,
+    }
+}
+
 /// A pair launched as the `warp` kernels (`sheared`: the `sheared`
 /// kernels) launch it, `S` columns a lane on an `N`-lane warp, as a
 /// univariate twin (`U`) or not; `None` if the launch left it unwritten.
@@ -348,24 +378,14 @@ fn launched<M: Recurrence<f64> + Sync + Copy, const N: usize, const S: usize, co
     let offsets = [[0u64, a.len as u64], [0, b.len as u64]];
     let mut out = [f64::NAN];
     let mut border = vec![f64::NAN; a.len.max(b.len) + 1];
-    let set = |s: &timewarp_kernels::Series<f64>, offsets: &[u64; 2]| SetRef {
-        values: s.values,
-        offsets: offsets.as_ptr(),
-        times: s.times,
-        count: 1,
-        dims: s.dims as u64,
-    };
-    let launch = Shared(PairsLaunch {
-        a: set(&a, &offsets[0]),
-        b: set(&b, &offsets[1]),
-        params: measure,
-        out: out.as_mut_ptr(),
-        workspace: border.as_mut_ptr(),
-        row_len: border.len() as u64,
-        first_pair: 0,
-        pair_count: 1,
-        numbering: Numbering::Matrix,
-    });
+    let launch = Shared(one_pair_launch(
+        measure,
+        (&a, &b),
+        &offsets,
+        &mut out,
+        &mut border,
+        Numbering::Matrix,
+    ));
     run_warp::<N, _>(|warp| {
         let launch = launch.get();
         // SAFETY: the launch's sets, output and border are valid and
@@ -425,24 +445,14 @@ fn panels_launched<M: Recurrence<f64> + Sync + Copy, const N: usize, const S: us
     let offsets = [[0u64, a.len as u64], [0, b.len as u64]];
     let mut out = [f64::NAN];
     let mut workspace = vec![0.0f64; panel_workspace::<f64>(a.len, b.len, N * S)];
-    let set = |s: &timewarp_kernels::Series<f64>, offsets: &[u64; 2]| SetRef {
-        values: s.values,
-        offsets: offsets.as_ptr(),
-        times: s.times,
-        count: 1,
-        dims: s.dims as u64,
-    };
-    let launch = Shared(PairsLaunch {
-        a: set(&a, &offsets[0]),
-        b: set(&b, &offsets[1]),
-        params: measure,
-        out: out.as_mut_ptr(),
-        workspace: workspace.as_mut_ptr(),
-        row_len: workspace.len() as u64,
-        first_pair: 0,
-        pair_count: 1,
-        numbering: Numbering::Paired,
-    });
+    let launch = Shared(one_pair_launch(
+        measure,
+        (&a, &b),
+        &offsets,
+        &mut out,
+        &mut workspace,
+        Numbering::Paired,
+    ));
     run_warps::<N, _>(warps, |warp| {
         let launch = launch.get();
         // SAFETY: the launch's sets, output and zeroed workspace are valid
