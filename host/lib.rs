@@ -59,11 +59,11 @@ pub use api::{
     distance, distance_matrix, distance_matrix_resident, dtw_path, hirschberg, matrix_variant,
     nearest_neighbours, resident_matrix_variant, soft_dtw_alignment, soft_dtw_device_output_len,
     soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
-    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_on_device, soft_dtw_pairs_resident,
-    soft_dtw_pairs_variant, twed_path, Alignment, CpuLastColumn, DeviceBatchRef, DtwPair, Edit,
-    EditPath, EditStep, GpuLastColumn, LastColumn, Neighbours, Pass, PassSeries, PathPair,
-    SoftDtwOutputs, SubPair, TwedPair, GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS,
-    KNN_BLOCK_VALUES, PATH_WORKSPACE_BYTES,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_gradient_variant, soft_dtw_pairs_on_device,
+    soft_dtw_pairs_resident, soft_dtw_pairs_variant, twed_path, Alignment, CpuLastColumn,
+    DeviceBatchRef, DtwPair, Edit, EditPath, EditStep, GpuLastColumn, LastColumn, Neighbours, Pass,
+    PassSeries, PathPair, SoftDtwOutputs, SubPair, TwedPair, GPU_LAST_COLUMN_MIN_CELLS,
+    HIRSCHBERG_LEAF_CELLS, KNN_BLOCK_VALUES, PATH_WORKSPACE_BYTES,
 };
 pub use backend::Backend;
 pub use error::{Error, Result};

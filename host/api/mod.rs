@@ -23,5 +23,6 @@ pub use paths::{
 };
 pub use soft_dtw::{
     soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
-    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, soft_dtw_pairs_variant,
+    soft_dtw_pairs_gradient_resident, soft_dtw_pairs_gradient_variant, soft_dtw_pairs_resident,
+    soft_dtw_pairs_variant,
 };

@@ -80,8 +80,9 @@ pub fn soft_dtw_device_output_len(
 /// the caller queues there next sees the results, and the caller's CPU
 /// work meanwhile overlaps the GPU's. Without `wait_for` the call returns
 /// when the work is done. The kernels are the paired kernels'
-/// (`options.gpu_variant`: `stencil`, `warp` or `tiled`; the gradient's
-/// own), memory besides the caller's in `options.gpu_memory_budget`.
+/// (`options.gpu_variant`: `stencil`, `warp` or `tiled`; for the gradient
+/// `warp` or `stencil`), memory besides the caller's in
+/// `options.gpu_memory_budget`.
 ///
 /// Nothing is read on the host, so nothing is checked there: the caller
 /// checks the batches for NaN or infinite values before (a NaN sample can

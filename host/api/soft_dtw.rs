@@ -37,13 +37,16 @@ use ndarray::{Array1, Array2, ArrayView2};
 use timewarp_kernels::SoftDtwParams;
 
 /// Device memory one pair of `n x m` samples of `dims` values takes on the
-/// GPU for the gradient in precision `T`: its whole cost matrix (`n * m`
-/// values) dominates, besides both series and both gradients. Batches are
-/// processed in chunks whose pairs fit the memory budget (by default 3/4 of
-/// the free device memory); e.g. 1024 pairs of 512 x 512 in f32 take 1 GiB.
+/// GPU for the gradient in precision `T`, at most: its whole cost matrix
+/// dominates (`n * m` values, or for `m <= 512`, where the warp driver
+/// stores its wavefront's steps, up to `(n + 31) * (m + 15)`), besides both
+/// series and both gradients. Batches are processed in chunks whose pairs
+/// fit the memory budget (by default 3/4 of the free device memory); e.g.
+/// 1024 pairs of 512 x 512 in f32 take about 1.1 GiB.
 pub fn soft_dtw_gradient_bytes_per_pair<T: Float>(n: usize, m: usize, dims: usize) -> usize {
     let value = std::mem::size_of::<T>();
-    (n * m + 2 * (n + m) * dims + 1) * value + 4 * std::mem::size_of::<u64>()
+    let store = (n * m).max((n + 31) * (m + 15));
+    (store + 2 * (n + m) * dims + 1) * value + 4 * std::mem::size_of::<u64>()
 }
 
 /// The kernels' parameters in precision `T`; an error if gamma or its
@@ -193,17 +196,31 @@ impl<'a, T: Float> Paired<'a, T> {
         with_y: bool,
         options: &ComputeOptions,
     ) -> Result<PairedGradients<T>> {
-        let budget = options.gpu_memory_budget;
+        let (budget, variant) = (options.gpu_memory_budget, options.gpu_variant);
         let running = interrupt::Running::start();
         let result = match *self {
             Paired::Cpu(x, y) => cpu_gradients(x, y, params, divergence, with_y)?,
             Paired::Gpu(x, y) => {
                 let gpus = Gpu::select(options.gpus)?;
-                gpu::paired_gradient_spread(&gpus, params, (x, y), divergence, with_y, budget)?
+                gpu::paired_gradient_spread(
+                    &gpus,
+                    variant,
+                    params,
+                    (x, y),
+                    divergence,
+                    with_y,
+                    budget,
+                )?
             }
-            Paired::Resident(gpu, x, y) => {
-                gpu::paired_gradient_resident(gpu, params, (x, y), divergence, with_y, budget)?
-            }
+            Paired::Resident(gpu, x, y) => gpu::paired_gradient_resident(
+                gpu,
+                variant,
+                params,
+                (x, y),
+                divergence,
+                with_y,
+                budget,
+            )?,
         };
         interrupt::check()?;
         drop(running);
@@ -371,6 +388,25 @@ pub fn soft_dtw_pairs_variant<T: Float>(
     gpu::paired_value_variant(options.gpu_variant, (x, y), metric.is_divergence())
 }
 
+/// The GPU kernel variant [`soft_dtw_pairs_gradient`] computes `x`
+/// against `y` with on the GPU: `options.gpu_variant` if set (`warp`, for
+/// series `y` of up to 512 samples, or `stencil`), else `warp` where every
+/// series `y` (and for the divergence `x`) fits it, else `stencil`. What
+/// `timewarp bench --paired --gradient` times by default.
+///
+/// Errors: no usable GPU, batches that do not pair up, a variant that
+/// computes no gradient or does not fit the series.
+pub fn soft_dtw_pairs_gradient_variant<T: Float>(
+    x: &SeriesSet<T>,
+    y: &SeriesSet<T>,
+    metric: SoftDtw,
+    options: &ComputeOptions,
+) -> Result<Variant> {
+    check_paired((x.len(), x.dims()), (y.len(), y.dims()))?;
+    Gpu::first(options.gpus)?;
+    gpu::paired_gradient_variant(options.gpu_variant, (x, y), metric.is_divergence())
+}
+
 /// [`soft_dtw_pairs`] of two resident sets ([`crate::upload`]), computed
 /// where they live, without moving them: on the GPU the kernels read the
 /// device sets and only the outputs (and the warp kernel's borders) are
@@ -403,7 +439,10 @@ pub fn soft_dtw_pairs_resident<T: Float>(
 /// arguments of `sdtw(x, x)` contribute equally), and likewise for `y`.
 ///
 /// On the GPU each pair's cost matrix is kept in device memory
-/// ([`soft_dtw_gradient_bytes_per_pair`]); batches run in chunks that fit,
+/// ([`soft_dtw_gradient_bytes_per_pair`]), by a warp a pair where every
+/// series `y` has at most 512 samples, else by a block a pair
+/// (`options.gpu_variant`: `warp` or `stencil` to choose, see
+/// [`soft_dtw_pairs_gradient_variant`]); batches run in chunks that fit,
 /// and a pair that alone does not fit the memory budget is an error. For
 /// batches already on the device see [`soft_dtw_pairs_gradient_resident`].
 pub fn soft_dtw_pairs_gradient<T: Float>(

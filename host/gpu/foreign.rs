@@ -4,10 +4,10 @@
 
 use super::context::{Gpu, KernelParams};
 use super::device::gpu_error;
-use super::gradient::{global_rings, gradient_into};
+use super::gradient::{gradient_into, gradient_kernel};
 use super::image::ForeignBatch;
 use super::paired::{choose, values_on};
-use super::plan::paired::{GradientPlan, Shapes};
+use super::plan::paired::{GradientKernel, GradientPlan, Shapes};
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, sys};
 use timewarp_kernels::Differentiable;
@@ -45,7 +45,16 @@ pub(crate) fn output_len(
     let shapes = Shapes::new(&x_offsets, &y_offsets, divergence);
     match wanted {
         Wanted::Values => shapes.launches() * shapes.pairs(),
-        Wanted::Gradients { with_y } => GradientPlan::new(&shapes, x.dims, with_y, 0).outputs(),
+        Wanted::Gradients { with_y } => GradientPlan::new(
+            &shapes,
+            x.dims,
+            with_y,
+            GradientKernel::Stencil {
+                global_rings: false,
+            },
+            0,
+        )
+        .outputs(),
     }
 }
 
@@ -99,7 +108,7 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
                 )?;
             }
             Wanted::Gradients { with_y } => {
-                let global = global_rings::<T>(gpu, &shapes)?;
+                let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, variant)?;
                 gradient_into(
                     gpu,
                     params,
@@ -107,7 +116,7 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
                     divergence,
                     with_y,
                     budget,
-                    global,
+                    kernel,
                     out,
                 )?;
             }

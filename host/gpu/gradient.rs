@@ -1,20 +1,23 @@
-//! The Soft-DTW gradient of paired batches on the GPU: per pair the
-//! stencil driver's forward pass storing the cost matrix, then its backward
-//! pass, a block a pair (`gradient` kernels), from host batches or resident
-//! sets. And the expected alignment of one pair ([`pair_alignment`]): the
-//! same passes writing the derivative with respect to every cell
+//! The Soft-DTW gradient of paired batches on the GPU, from host batches or
+//! resident sets: per pair a forward pass storing the cost matrix, then a
+//! backward pass. Pairs whose series `b` fit a warp's stripes (up to 512
+//! samples) take a warp each (`warp_gradient` kernels, the column driver);
+//! longer ones a block each (`gradient` kernels, the stencil driver). And
+//! the expected alignment of one pair ([`pair_alignment`]): the stencil
+//! driver's passes writing the derivative with respect to every cell
 //! (`alignment` kernels).
 //!
 //! Device memory besides the batches: per pair its whole cost matrix
-//! (`n * m` values, diagonal-major) and the gradients, laid out like the
-//! batches' values ([`crate::soft_dtw_gradient_bytes_per_pair`]). Batches
-//! are cut into chunks whose cost matrices fit the budget; the stores are
-//! allocated once per call, for the largest chunk, the gradients for the
-//! whole batch, and copied back once. Shared memory per block: six
-//! anti-diagonals of `min(n, m) + 1` values; the kernels opt into more than
-//! the default when a pair needs it, up to the device's limit, past which
-//! the rings move to global memory (slower, but any length whose cost
-//! matrix fits the device).
+//! (`n * m` values, diagonal-major for the stencil driver; the warp
+//! driver's wavefront steps, a little more) and the gradients, laid out
+//! like the batches' values ([`crate::soft_dtw_gradient_bytes_per_pair`]).
+//! Batches are cut into chunks whose cost matrices fit the budget; the
+//! stores are allocated once per call, for the largest chunk, the
+//! gradients for the whole batch, and copied back once. The stencil
+//! driver's shared memory per block: six anti-diagonals of `min(n, m) + 1`
+//! values; the kernels opt into more than the default when a pair needs
+//! it, up to the device's limit, past which the rings move to global memory
+//! (slower, but any length whose cost matrix fits the device).
 
 use super::context::{poison, poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
@@ -22,20 +25,24 @@ use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::multi::{on_one_gpu, spread_pair_blocks};
 use super::plan::chunks;
-use super::plan::paired::{operands, GradientPlan, Shapes};
-use super::select::block_threads;
+use super::plan::paired::{operands, GradientKernel, GradientPlan, Shapes};
+use super::select::{block_threads, gradient_stripe};
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
-use crate::{Error, Float, Result, SeriesSet};
+use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::{result as driver, DevicePtr};
 use ndarray::Array2;
 use std::mem::size_of;
 use std::ops::Range;
 use std::sync::Mutex;
 use timewarp_kernels::drivers::stencil::{ring_len, GRADIENT_RINGS};
+use timewarp_kernels::hw::LANES;
 use timewarp_kernels::launch::pairs::GradientBuffers;
 use timewarp_kernels::launch::Numbering;
-use timewarp_kernels::{Differentiable, Driver, KernelId};
+use timewarp_kernels::{Differentiable, Driver, KernelId, Measure};
+
+/// Warps (pairs) per block of the `warp_gradient` kernels.
+const WARPS_PER_BLOCK: usize = 4;
 
 /// Soft-DTW values and gradients of series `k` of `x` against series
 /// `k` of `y` (same counts and dims, checked by the caller), and with
@@ -47,6 +54,7 @@ use timewarp_kernels::{Differentiable, Driver, KernelId};
 /// `x` and `y` once.
 pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     gpu: &Gpu,
+    variant: Option<Variant>,
     params: P,
     (x, y): (&SeriesSet<T>, &SeriesSet<T>),
     divergence: bool,
@@ -56,13 +64,14 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let dims = x.dims();
-    let global_rings = global_rings::<T>(gpu, &shapes)?;
-    let ring_bytes = if global_rings {
-        shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
-    } else {
-        0
-    };
-    let plan = GradientPlan::new(&shapes, dims, with_y, ring_bytes);
+    let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, variant)?;
+    let plan = GradientPlan::new(
+        &shapes,
+        dims,
+        with_y,
+        kernel,
+        ring_bytes::<T>(kernel, &shapes),
+    );
     let bytes = |k: usize| {
         image_bytes(x, k..k + 1)
             + image_bytes(y, k..k + 1)
@@ -90,7 +99,7 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
             divergence,
             with_y,
             left,
-            global_rings,
+            kernel,
         );
         // The chunk's images are freed next: no kernel may still read them.
         gpu.settle(chunk.is_err());
@@ -121,6 +130,7 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
 /// `memory_budget` bounds what the call allocates besides them.
 pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differentiable<T>>(
     gpu: &Gpu,
+    variant: Option<Variant>,
     params: P,
     (x, y): (&DeviceSeriesSet<T>, &DeviceSeriesSet<T>),
     divergence: bool,
@@ -129,7 +139,7 @@ pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differenti
 ) -> Result<PairedGradients<T>> {
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
-    let global_rings = global_rings::<T>(gpu, &shapes)?;
+    let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, variant)?;
     let result = gradient_on(
         gpu,
         params,
@@ -137,15 +147,15 @@ pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differenti
         divergence,
         with_y,
         budget,
-        global_rings,
+        kernel,
     );
     gpu.settle(result.is_err());
     result
 }
 
 /// The values and gradients of the pairs of two device batches, laid
-/// out as [`paired_gradient`] says, the rings in global
-/// memory if `global_rings` (decided for the whole batch), in chunks
+/// out as [`paired_gradient`] says, by `kernel` (decided for the whole
+/// batch), in chunks
 /// whose stores fit `budget` besides the outputs. Returns once the
 /// results are back: the batches may be freed then.
 fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
@@ -155,10 +165,10 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
     divergence: bool,
     with_y: bool,
     budget: usize,
-    global_rings: bool,
+    kernel: GradientKernel,
 ) -> Result<PairedGradients<T>> {
     let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
-    let plan = GradientPlan::new(&shapes, x.dims(), with_y, 0);
+    let plan = GradientPlan::new(&shapes, x.dims(), with_y, kernel, 0);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
     let outputs = plan.outputs();
     let output_bytes = outputs * size_of::<T>();
@@ -179,7 +189,7 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
         divergence,
         with_y,
         budget - output_bytes,
-        global_rings,
+        kernel,
         base,
     )?;
     // Each part straight into its own vector (the first copy waits for
@@ -215,17 +225,19 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     divergence: bool,
     with_y: bool,
     budget: usize,
-    global_rings: bool,
+    kernel: GradientKernel,
     out: u64,
 ) -> Result<()> {
     let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
-    let ring_bytes = if global_rings {
-        shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
-    } else {
-        0
-    };
-    let plan = GradientPlan::new(&shapes, x.dims(), with_y, ring_bytes);
+    let plan = GradientPlan::new(
+        &shapes,
+        x.dims(),
+        with_y,
+        kernel,
+        ring_bytes::<T>(kernel, &shapes),
+    );
+    let global_rings = kernel == GradientKernel::Stencil { global_rings: true };
     debug_assert_eq!((plan.x_values, plan.y_values), (x.values(), y.values()));
     let ranges = chunks(
         pairs,
@@ -260,7 +272,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
             for k in range.clone() {
                 store_offsets.push(total);
                 let (n, m) = shapes.lengths(l, k);
-                total += (n * m) as u64;
+                total += kernel.store_values(n, m) as u64;
             }
         }
         store_len = store_len.max(total as usize);
@@ -284,25 +296,14 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
         unsafe { stream.alloc::<T>((store_len + ring_values).max(1)) }.map_err(gpu_error)?;
     let store = workspace.device_ptr(stream).0;
     let rings = store + (store_len * size_of::<T>()) as u64;
-    let id = KernelId::new(P::MEASURE, Driver::Gradient, false, T::PRECISION);
     for (range, start) in ranges.iter().zip(starts) {
         let len = range.len();
         let chunk = shapes.range(range);
         for l in 0..launches {
             let (a, b) = operands(l, x, y);
             let (grad_a, grad_b) = plan.gradients(l);
-            let shared_ring = chunk.ring_len(l);
-            let (ring, shared) = if global_rings {
-                (ring, 0)
-            } else {
-                (shared_ring, shared_bytes::<T>(GRADIENT_RINGS, shared_ring))
-            };
-            let (function, limit) = gpu.function_with_shared(id, shared)?;
-            let threads = block_threads(ring, limit);
             let refs = (a.view(range.clone()), b.view(range.clone()));
-            let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, ring);
-            launch.pairs.out = at(l * pairs + range.start) as *mut T;
-            launch.gradient = GradientBuffers {
+            let buffers = GradientBuffers {
                 store: store as *mut T,
                 store_offsets: (offsets_base + ((start + l * len) * size_of::<u64>()) as u64)
                     as *const u64,
@@ -315,6 +316,35 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
                 },
                 alignment: std::ptr::null_mut(),
             };
+            if let GradientKernel::Warp { stripe } = kernel {
+                let driver = Driver::WarpGradient {
+                    stripe: stripe as u32,
+                };
+                let id = KernelId::new(P::MEASURE, driver, x.dims() == 1, T::PRECISION);
+                let function = gpu.function(id)?;
+                let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, 1);
+                launch.pairs.out = at(l * pairs + range.start) as *mut T;
+                launch.gradient = buffers;
+                let blocks = len.div_ceil(WARPS_PER_BLOCK) as u32;
+                let threads = (WARPS_PER_BLOCK * LANES) as u32;
+                // SAFETY: as below; every series `b` of the call fits the
+                // kernel's stripes, and the store holds each pair's
+                // `store_len` values at its offset.
+                unsafe { gpu.launch_blocks(&function, (blocks, threads), 0, launch) }?;
+                continue;
+            }
+            let id = KernelId::new(P::MEASURE, Driver::Gradient, false, T::PRECISION);
+            let shared_ring = chunk.ring_len(l);
+            let (ring, shared) = if global_rings {
+                (ring, 0)
+            } else {
+                (shared_ring, shared_bytes::<T>(GRADIENT_RINGS, shared_ring))
+            };
+            let (function, limit) = gpu.function_with_shared(id, shared)?;
+            let threads = block_threads(ring, limit);
+            let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, ring);
+            launch.pairs.out = at(l * pairs + range.start) as *mut T;
+            launch.gradient = buffers;
             // SAFETY: the batches are on the device and outlive the
             // launch (the copy below waits for it); the store holds
             // every pair's n x m cells at its offset (launches one
@@ -329,11 +359,50 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     Ok(())
 }
 
-/// Whether the gradient's rings go to global memory: when those of the
-/// longest pair of `shapes` do not fit a block's shared memory (then
-/// for every pair).
-pub(crate) fn global_rings<T: Float>(gpu: &Gpu, shapes: &Shapes) -> Result<bool> {
-    Ok(shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring()) > gpu.max_shared_bytes()?)
+/// The kernel of a paired gradient call over `shapes`: the warp driver's
+/// when every series `b` fits a warp's stripes, or the stencil driver's, or
+/// the variant `asked` ([`gradient_stripe`]); the stencil driver's has its rings in global memory when those of the
+/// longest pair do not fit a block's shared memory (then for every pair).
+pub(crate) fn gradient_kernel<T: Float>(
+    gpu: &Gpu,
+    shapes: &Shapes,
+    measure: Measure,
+    asked: Option<Variant>,
+) -> Result<GradientKernel> {
+    Ok(
+        match gradient_stripe(measure, asked, shapes.longest_columns())? {
+            Some(stripe) => GradientKernel::Warp { stripe },
+            None => GradientKernel::Stencil {
+                global_rings: shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
+                    > gpu.max_shared_bytes()?,
+            },
+        },
+    )
+}
+
+/// The variant of [`gradient_kernel`]'s choice for paired batches `x`
+/// and `y`: `warp` or `stencil`.
+pub(crate) fn paired_gradient_variant<T: Float>(
+    asked: Option<Variant>,
+    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
+    divergence: bool,
+) -> Result<Variant> {
+    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    Ok(
+        match gradient_stripe(Measure::SoftDtw, asked, shapes.longest_columns())? {
+            Some(_) => Variant::Warp,
+            None => Variant::Stencil,
+        },
+    )
+}
+
+/// Bytes of one pair's stencil rings in global memory under `kernel`, or 0.
+fn ring_bytes<T: Float>(kernel: GradientKernel, shapes: &Shapes) -> usize {
+    if kernel == (GradientKernel::Stencil { global_rings: true }) {
+        shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
+    } else {
+        0
+    }
 }
 
 /// [`paired_gradient`] on every GPU of `gpus`: blocks of pairs handed out
@@ -343,6 +412,7 @@ pub(crate) fn global_rings<T: Float>(gpu: &Gpu, shapes: &Shapes) -> Result<bool>
 /// others while any is left working (`plan::spread`).
 pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiable<T>>(
     gpus: &[&'static Gpu],
+    variant: Option<Variant>,
     params: P,
     (x, y): (&SeriesSet<T>, &SeriesSet<T>),
     divergence: bool,
@@ -352,7 +422,15 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
     let pairs = x.len();
     if gpus.len() == 1 || pairs < 2 {
         return on_one_gpu(gpus[0], |gpu| {
-            paired_gradient(gpu, params, (x, y), divergence, with_y, memory_budget)
+            paired_gradient(
+                gpu,
+                variant,
+                params,
+                (x, y),
+                divergence,
+                with_y,
+                memory_budget,
+            )
         });
     }
     let launches = if divergence { 3 } else { 1 };
@@ -376,7 +454,15 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
         launches,
         |gpu, range| {
             let part = (&x.slice(range.clone()), &y.slice(range));
-            paired_gradient(gpu, params, part, divergence, with_y, memory_budget)
+            paired_gradient(
+                gpu,
+                variant,
+                params,
+                part,
+                divergence,
+                with_y,
+                memory_budget,
+            )
         },
         |range, got| {
             let mut guard = whole.lock().unwrap_or_else(|p| p.into_inner());

@@ -63,7 +63,9 @@ pub use setup::{setup_steps, SetupKind, SetupStep};
 
 pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
-pub(crate) use gradient::{pair_alignment, paired_gradient_resident, paired_gradient_spread};
+pub(crate) use gradient::{
+    pair_alignment, paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
+};
 pub(crate) use layout::image_bytes as set_bytes;
 pub(crate) use matrix::matrix;
 pub(crate) use multi::budgets;

@@ -359,6 +359,42 @@ fn forced_driver(measure: Measure) -> Option<Driver> {
     })
 }
 
+/// The stripe of the `warp_gradient` kernel a paired gradient takes, or
+/// none for the stencil driver's `gradient` kernel: as `asked` (`warp`,
+/// an error if the longest series `b` has more samples, `columns`, than the
+/// widest stripe's lanes cover; `stencil`), or by default the warp
+/// driver's wherever `b` fits. Its stripe is the narrowest whose lanes
+/// cover `b` (the most lanes at work).
+pub(crate) fn gradient_stripe(
+    measure: Measure,
+    asked: Option<Variant>,
+    columns: usize,
+) -> Result<Option<usize>> {
+    let mut stripes: Vec<usize> = drivers(measure)
+        .filter_map(|driver| match driver {
+            Driver::WarpGradient { stripe } => Some(stripe as usize),
+            _ => None,
+        })
+        .collect();
+    stripes.sort_unstable();
+    let fitting = stripes.iter().copied().find(|&s| LANES * s >= columns);
+    match asked {
+        None => Ok(fitting),
+        Some(Variant::Stencil) => Ok(None),
+        Some(Variant::Warp) => fitting.map(Some).ok_or_else(|| {
+            let widest = LANES * stripes.last().copied().unwrap_or(0);
+            Error::InvalidInput(format!(
+                "the warp variant's gradient takes series y of up to {widest} samples, this \
+                 batch has one of {columns}: ask for the stencil variant, or none"
+            ))
+        }),
+        Some(variant) => Err(Error::InvalidInput(format!(
+            "the {variant} GPU variant computes no gradient; the Soft-DTW gradient takes the \
+             warp or stencil variant"
+        ))),
+    }
+}
+
 /// The capacities of the measure's `local` kernels, smallest first.
 fn local_capacities(measure: Measure) -> Vec<usize> {
     let mut capacities: Vec<usize> = drivers(measure)

@@ -15,7 +15,7 @@
 //! `panels<warps>x<stripe>`,
 //! `tiled<stripe>`,
 //! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil`,
-//! `gradient` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
+//! `gradient`, `warp_gradient<stripe>` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
 //! kernel (the same driver with `dims` fixed to 1).
 
 use crate::measures::Measure;
@@ -59,7 +59,11 @@ pub enum Driver {
     Stencil,
     /// The stencil driver's forward and backward passes: value and gradient.
     Gradient,
-    /// The same passes: value and the derivative with respect to every
+    /// A pair per warp, `stripe` columns a lane: the column driver's
+    /// forward pass storing every cell, then its backward pass, for pairs
+    /// whose `b` fits the warp's stripes: value and gradient.
+    WarpGradient { stripe: u32 },
+    /// The stencil driver's passes: value and the derivative with respect to every
     /// cell (Soft-DTW's expected alignment) as a matrix.
     Alignment,
 }
@@ -75,6 +79,7 @@ impl Driver {
                 | Driver::Panels { .. }
                 | Driver::Tiled { .. }
                 | Driver::TiledLaunches { .. }
+                | Driver::WarpGradient { .. }
         )
     }
 }
@@ -97,6 +102,7 @@ impl fmt::Display for Driver {
             Driver::DiagonalStep => f.write_str("diagonal_step"),
             Driver::Stencil => f.write_str("stencil"),
             Driver::Gradient => f.write_str("gradient"),
+            Driver::WarpGradient { stripe } => write!(f, "warp_gradient{stripe}"),
             Driver::Alignment => f.write_str("alignment"),
         }
     }
@@ -185,7 +191,8 @@ macro_rules! kernel_table {
                 warp(32, 1), warp(32, 4), sheared(32, 4),
                 skewed(16, 1), panels(4, 4),
                 tiled(4), tiled_launches(4),
-                diagonal, diagonal_step, stencil, gradient, alignment;
+                diagonal, diagonal_step, stencil, gradient,
+                warp_gradient(4), warp_gradient(8), warp_gradient(16), alignment;
             twed: naive, local(256), local(1024), shared,
                 warp(32, 1), warp(32, 4), warp(32, 8),
                 tiled(4), tiled(8), tiled_launches(4), tiled_launches(8),
@@ -261,6 +268,9 @@ macro_rules! driver_of {
     };
     (gradient) => {
         Driver::Gradient
+    };
+    (warp_gradient $stripe:literal) => {
+        Driver::WarpGradient { stripe: $stripe }
     };
     (alignment) => {
         Driver::Alignment

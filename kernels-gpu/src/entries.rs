@@ -162,6 +162,12 @@ macro_rules! kernel {
             launch.run_gradient_in_block(&GpuBlock, block_index());
         });
     };
+    ($m:ident $t:ident warp_gradient $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_warp_gradient", stringify!($stripe)), $t, UNIVARIATE,
+            launch: StencilLaunch<$t, params!($m $t)>, {
+            launch.run_gradient_in_warp::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+        });
+    };
     ($m:ident $t:ident alignment) => {
         entry!(concat!(stringify!($m), "_alignment_", stringify!($t)),
             launch: StencilLaunch<$t, params!($m $t)>, {

@@ -353,7 +353,7 @@ fn chunked_equals_whole(options: ComputeOptions) {
     let shapes: Vec<_> = lengths_x.into_iter().zip(lengths_y).collect();
     let (x, y) = batches(90, &shapes, 2, 1.0);
     let tight = ComputeOptions {
-        gpu_memory_budget: Some(24 * 1024),
+        gpu_memory_budget: Some(40 * 1024),
         ..options
     };
     let soft = metric(0.5, None);
@@ -470,6 +470,57 @@ fn gradients_length_4096(options: ComputeOptions) {
     check_gradients::<f32>(&options, &x, &y, 0.1, Some(64), "length 4096");
 }
 
+/// GPU only: the warp driver's gradient with each of its stripes (the
+/// narrowest whose lanes cover the longest series `y` of the call: 4, 8
+/// and 16 columns a lane, series up to 128, 256 and 512), multivariate,
+/// and in a band.
+fn gradients_warp_stripes(options: ComputeOptions) {
+    let calls: [&[(usize, usize)]; 3] = [
+        &[(100, 128), (130, 7)],
+        &[(200, 256), (250, 200), (64, 129)],
+        &[(512, 512), (300, 400), (5, 511)],
+    ];
+    for (k, shapes) in calls.into_iter().enumerate() {
+        for dims in [1, 2] {
+            let (x, y) = batches(110 + 10 * k as u64 + dims as u64, shapes, dims, 1.0);
+            for (gamma, band) in [(0.1, None), (1.0, Some(20))] {
+                let context = format!("warp stripes, call {k}, dims {dims}");
+                check_gradients::<f64>(&options, &x, &y, gamma, band, &context);
+                check_gradients::<f32>(&options, &x, &y, gamma, band, &context);
+            }
+        }
+    }
+}
+
+/// GPU only: the gradient's variants: `warp` for series `y` past its widest
+/// stripe, and a variant that computes no gradient, are errors before any
+/// work; `stencil` and `warp` give the oracle's gradients.
+fn gradient_variants(options: ComputeOptions) {
+    let soft = metric(1.0, None);
+    let with = |variant| ComputeOptions {
+        gpu_variant: Some(variant),
+        ..options
+    };
+    let (x, y) = batches(130, &[(20, 600)], 1, 1.0);
+    let error = soft_dtw_pairs_gradient(&x, &y, soft, &with(Variant::Warp), true)
+        .expect_err("the warp gradient of a series of 600");
+    assert!(error.to_string().contains("up to 512 samples"), "{error}");
+    check_gradients::<f64>(&with(Variant::Stencil), &x, &y, 1.0, None, "stencil, 600");
+    let (x, y) = batches(131, &[(20, 30)], 1, 1.0);
+    let error = soft_dtw_pairs_gradient(&x, &y, soft, &with(Variant::Tiled), true)
+        .expect_err("the tiled variant's gradient");
+    assert!(
+        error.to_string().contains("computes no gradient"),
+        "{error}"
+    );
+    for variant in [Variant::Warp, Variant::Stencil] {
+        let chosen = timewarp::soft_dtw_pairs_gradient_variant(&x, &y, soft, &with(variant));
+        assert_eq!(chosen.unwrap(), variant);
+    }
+    let default = timewarp::soft_dtw_pairs_gradient_variant(&x, &y, soft, &options);
+    assert_eq!(default.unwrap(), Variant::Warp);
+}
+
 /// GPU only: a pair whose six gradient anti-diagonals (6 x 4901 f64 =
 /// 235 KB) exceed an H100/H200 block's shared memory (227 KiB), so the
 /// gradient kernel keeps them in global memory.
@@ -519,8 +570,11 @@ fn check_resident<T: Float>(
         if soft.is_divergence() {
             assert!(itself.iter().all(|&v| v == T::ZERO), "{here}: D(x, x)");
         }
-        // The gradient has one kernel: once, with the default variant.
-        if options.gpu_variant.is_none() {
+        // The gradient's variants are the warp and the stencil driver's.
+        if matches!(
+            options.gpu_variant,
+            None | Some(Variant::Warp) | Some(Variant::Stencil)
+        ) {
             for with_y in [false, true] {
                 let expected = soft_dtw_pairs_gradient(&x, &y, soft, options, with_y).unwrap();
                 let got =
@@ -586,9 +640,9 @@ fn resident_chunked_equals_whole(options: ComputeOptions) {
             continue;
         }
         // Gradients: the outputs (about 70 KB) and a few cost matrices a
-        // chunk.
+        // chunk (of the divergence's three launches, up to 90 KB a pair).
         assert_eq!(
-            soft_dtw_pairs_gradient_resident(&rx, &ry, soft, &budget(128 << 10), true).unwrap(),
+            soft_dtw_pairs_gradient_resident(&rx, &ry, soft, &budget(192 << 10), true).unwrap(),
             soft_dtw_pairs_gradient(&x, &y, soft, &options, true).unwrap(),
             "{soft:?}"
         );
@@ -763,6 +817,8 @@ cpu_and_gpu!(
         matrices_with_band_and_divergence,
         length_4096,
         gradients_length_4096,
+        gradients_warp_stripes,
+        gradient_variants,
         gradient_beyond_shared_memory,
         resident_equals_host,
         resident_chunked_equals_whole,
@@ -770,11 +826,13 @@ cpu_and_gpu!(
         resident_long_pairs,
     ]
 );
-// Each forward variant on the value scenarios (the gradient has one kernel).
+// Each variant on the value scenarios, and its gradient (stencil, warp).
 cpu_and_gpu!(
     gpu_stencil,
     Some(Variant::Stencil),
     [
+        gradients_short_and_unequal,
+        divergence_gradient_of_itself_is_zero,
         values_short_and_unequal,
         values_length_1000,
         stable_for_small_gamma_and_large_costs,
@@ -790,6 +848,7 @@ cpu_and_gpu!(
     gpu_warp,
     Some(Variant::Warp),
     [
+        gradients_short_and_unequal,
         values_short_and_unequal,
         values_length_1000,
         stable_for_small_gamma_and_large_costs,

@@ -9,8 +9,8 @@ use super::timing::{time, Batches, Runner};
 use super::{variants_for, Case, Failure, MetricKind, Mode, Plan, Variants};
 use timewarp::gpu::{Gpu, GpuWork};
 use timewarp::{
-    matrix_variant, resident_matrix_variant, soft_dtw_pairs_variant, ComputeOptions, Device, Error,
-    Float, Metric, Variant,
+    matrix_variant, resident_matrix_variant, soft_dtw_pairs_gradient_variant,
+    soft_dtw_pairs_variant, ComputeOptions, Device, Error, Float, Metric, Variant,
 };
 
 /// One case and measure, and what its rows report.
@@ -203,8 +203,7 @@ pub fn bench_case<T: Float>(plan: &Plan, context: &CaseContext) -> Result<Vec<Ro
 }
 
 /// The variant the library chooses for the case on a GPU, as
-/// `timewarp distance` would compute it (none for the gradient, which has
-/// one kernel).
+/// `timewarp distance` would compute it.
 fn default_variant<T: Float>(
     batches: &Batches<T>,
     metric: Metric,
@@ -218,6 +217,9 @@ fn default_variant<T: Float>(
         (Mode::Paired, Metric::SoftDtw(soft), Some(references)) => {
             Some(soft_dtw_pairs_variant(queries, references, soft, options)?)
         }
+        (Mode::PairedGradient, Metric::SoftDtw(soft), Some(references)) => Some(
+            soft_dtw_pairs_gradient_variant(queries, references, soft, options)?,
+        ),
         _ => None,
     })
 }

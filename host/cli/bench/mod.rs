@@ -195,7 +195,7 @@ pub struct Args {
     #[arg(long)]
     paired: bool,
     /// With --paired: the value and its gradient with respect to the queries
-    /// (one GPU kernel: --variant does not apply)
+    /// (--variant: warp or stencil)
     #[arg(long, requires = "paired")]
     gradient: bool,
     /// A Sakoe-Chiba band of radius F times each case's length (DTW and
@@ -240,7 +240,7 @@ fn variants_for(mode: Mode, resident: bool) -> Vec<Variant> {
             (Mode::Matrix, false) => true,
             (Mode::Matrix, true) => v.spreads_over_gpus(),
             (Mode::Paired, _) => matches!(v, Variant::Stencil | Variant::Warp | Variant::Tiled),
-            (Mode::PairedGradient, _) => false,
+            (Mode::PairedGradient, _) => matches!(v, Variant::Stencil | Variant::Warp),
         })
         .collect()
 }
@@ -335,11 +335,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
     {
         return Err(Failure::usage(
             "--paired times Soft-DTW on generated data: use --metric soft-dtw and no --file",
-        ));
-    }
-    if mode == Mode::PairedGradient && !args.variant.is_empty() {
-        return Err(Failure::usage(
-            "--gradient runs the one gradient kernel; --variant does not apply",
         ));
     }
     if args.resident && args.file.is_some() {

@@ -5,6 +5,7 @@
 use crate::Float;
 use std::mem::size_of;
 use std::ops::Range;
+use timewarp_kernels::drivers::columns::gradient::store_len;
 use timewarp_kernels::drivers::stencil::ring_len;
 
 /// The pairs of a paired computation, by their lengths (read from the
@@ -96,9 +97,39 @@ impl<'a> Shapes<'a> {
             .unwrap_or(1)
     }
 
+    /// The longest series any launch takes as `b` (the columns): `y`'s,
+    /// and for the divergence also `x`'s.
+    pub(crate) fn longest_columns(&self) -> usize {
+        let x = if self.divergence { self.x } else { &[] };
+        lengths(self.y).chain(lengths(x)).max().unwrap_or(0)
+    }
+
     /// The shortest series of both batches.
     pub(crate) fn shortest(&self) -> usize {
         lengths(self.x).chain(lengths(self.y)).min().unwrap_or(0)
+    }
+}
+
+/// Which kernel computes a paired gradient call, decided once for the
+/// call from its longest pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GradientKernel {
+    /// `warp_gradient<stripe>`, a pair a warp: every series `b` fits the
+    /// warp's stripes.
+    Warp { stripe: usize },
+    /// The stencil driver's `gradient`, a pair a block, its rings in global
+    /// memory when the longest pair's do not fit a block's shared memory.
+    Stencil { global_rings: bool },
+}
+
+impl GradientKernel {
+    /// Values of the store an `n x m` pair's forward pass keeps for its
+    /// backward pass.
+    pub(crate) fn store_values(self, n: usize, m: usize) -> usize {
+        match self {
+            GradientKernel::Warp { stripe } => store_len(n, m, stripe),
+            GradientKernel::Stencil { .. } => n * m,
+        }
     }
 }
 
@@ -113,6 +144,7 @@ pub(crate) struct GradientPlan {
     pub x_values: usize,
     pub y_values: usize,
     pub with_y: bool,
+    pub kernel: GradientKernel,
     /// Bytes of one pair's rings in global memory (all pairs of the call
     /// keep them there when the longest pair's do not fit shared memory),
     /// or 0.
@@ -120,9 +152,16 @@ pub(crate) struct GradientPlan {
 }
 
 impl GradientPlan {
-    /// The plan of the pairs of `shapes` (samples of `dims` values), with
-    /// `ring_bytes` of rings per pair in global memory (or 0).
-    pub(crate) fn new(shapes: &Shapes, dims: usize, with_y: bool, ring_bytes: usize) -> Self {
+    /// The plan of the pairs of `shapes` (samples of `dims` values) for
+    /// `kernel`, with `ring_bytes` of rings per pair in global memory (or
+    /// 0).
+    pub(crate) fn new(
+        shapes: &Shapes,
+        dims: usize,
+        with_y: bool,
+        kernel: GradientKernel,
+        ring_bytes: usize,
+    ) -> Self {
         let pairs = shapes.pairs();
         GradientPlan {
             launches: shapes.launches(),
@@ -130,6 +169,7 @@ impl GradientPlan {
             x_values: (shapes.x[pairs] - shapes.x[0]) as usize * dims,
             y_values: (shapes.y[pairs] - shapes.y[0]) as usize * dims,
             with_y,
+            kernel,
             ring_bytes,
         }
     }
@@ -166,13 +206,13 @@ impl GradientPlan {
         self.launches + (n * (1 + usize::from(self.launches == 3)) + m * y_grads) * dims
     }
 
-    /// Workspace bytes of pair `k`: every launch's cost matrix, its
+    /// Workspace bytes of pair `k`: every launch's stored cost matrix, its
     /// offset in the store, and its rings if they are in global memory.
     pub(crate) fn workspace_of<T: Float>(&self, shapes: &Shapes, k: usize) -> usize {
         (0..self.launches)
             .map(|l| {
                 let (n, m) = shapes.lengths(l, k);
-                n * m * size_of::<T>() + size_of::<u64>() + self.ring_bytes
+                self.kernel.store_values(n, m) * size_of::<T>() + size_of::<u64>() + self.ring_bytes
             })
             .sum()
     }

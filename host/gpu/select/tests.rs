@@ -162,3 +162,26 @@ fn tiled_shapes() {
     );
     assert!(local_kernel(Measure::Dtw, Precision::F64, 1025).is_err());
 }
+
+#[test]
+fn gradient_stripes() {
+    let soft = Measure::SoftDtw;
+    let default = |columns| gradient_stripe(soft, None, columns).unwrap();
+    for (columns, stripe) in [(1, 4), (128, 4), (129, 8), (256, 8), (257, 16), (512, 16)] {
+        assert_eq!(default(columns), Some(stripe), "{columns} columns");
+    }
+    // Past the widest stripe, the stencil driver.
+    assert_eq!(default(513), None);
+    assert_eq!(
+        gradient_stripe(soft, Some(Variant::Stencil), 10).unwrap(),
+        None
+    );
+    assert_eq!(
+        gradient_stripe(soft, Some(Variant::Warp), 300).unwrap(),
+        Some(16)
+    );
+    assert!(gradient_stripe(soft, Some(Variant::Warp), 513).is_err());
+    assert!(gradient_stripe(soft, Some(Variant::Tiled), 10).is_err());
+    // DTW has no warp gradient kernels (nor any gradient).
+    assert_eq!(gradient_stripe(Measure::Dtw, None, 10).unwrap(), None);
+}

@@ -41,6 +41,12 @@ pub trait Warp {
     /// # Safety
     /// Called by all lanes together, `source < Self::LANES`.
     unsafe fn broadcast<T: Real>(&self, value: T, source: usize) -> T;
+    /// Waits until every lane has come here; what the lanes wrote to
+    /// memory before is visible to all of them after.
+    ///
+    /// # Safety
+    /// Called by all lanes together.
+    unsafe fn sync(&self);
     /// Called in each round of a spin-wait on another warp's progress.
     fn spin(&self) {}
     /// `*counter`, read atomically with no ordering (a spin-wait's poll).

@@ -17,6 +17,8 @@ extern "C" {
     fn shfl_down_i32(mask: u32, value: i32, delta: u32, clamp: u32) -> i32;
     #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
     fn shfl_idx_i32(mask: u32, value: i32, lane: u32, clamp: u32) -> i32;
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn bar_warp_sync(mask: u32);
     #[link_name = "llvm.nvvm.nanosleep"]
     fn nanosleep(nanoseconds: u32);
 }
@@ -144,6 +146,15 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
         shuffle_words(value, |word| {
             shfl_idx_i32(mask, word, source as u32, segment)
         })
+    }
+
+    /// `bar.warp.sync` (sm_70 up) requires every lane named in the mask to
+    /// execute a `bar.warp.sync` with the same mask, and the calling lane
+    /// to be in it: the mask is the part's lanes, which the drivers' callers
+    /// all make. It orders memory among them.
+    #[inline(always)]
+    unsafe fn sync(&self) {
+        bar_warp_sync(self.mask())
     }
 
     /// `ld.relaxed.gpu.global.u32`: requires `counter` to be a 4-byte

@@ -3,6 +3,7 @@
 //! alignment kernels' additions ([`StencilLaunch`]).
 
 use super::{triangle_pair, Numbering};
+use crate::drivers::columns::gradient::warp_gradient;
 use crate::drivers::columns::long_pair::{pipelined_pair, PanelHandoff};
 use crate::drivers::columns::pair::warp_pair;
 use crate::drivers::columns::skewed::skewed_pair;
@@ -407,6 +408,58 @@ impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
         self.run_backward_in_block(block, index, Output::Alignment);
     }
 
+    /// Value and gradient of pair `index` of a paired launch by one warp,
+    /// `S` columns a lane, with the column driver's forward and backward
+    /// passes ([`warp_gradient`]), the forward pass's cells stored at the
+    /// pair's offset in `gradient.store`: the `warp_gradient` kernels.
+    /// Warps past the launch's pairs return at once.
+    ///
+    /// # Safety
+    /// All lanes of the warp call it together; the numbering is paired;
+    /// every series of `b` has at most `W::LANES * S` samples; the store
+    /// holds [`crate::drivers::columns::gradient::store_len`] values at
+    /// each pair's offset; the gradients as documented; with `UNIVARIATE`
+    /// the sets are univariate.
+    #[inline(always)]
+    pub unsafe fn run_gradient_in_warp<W: Warp, const S: usize, const UNIVARIATE: bool>(
+        &self,
+        warp: &W,
+        index: u64,
+    ) {
+        let (pairs, buffers) = (&self.pairs, &self.gradient);
+        if index >= pairs.pair_count {
+            return;
+        }
+        let (i, j) = pairs.pair(index);
+        let a = pairs.a.series_of::<UNIVARIATE>(i);
+        let b = pairs.b.series_of::<UNIVARIATE>(j);
+        let store = buffers
+            .store
+            .add(*buffers.store_offsets.add(index as usize) as usize);
+        let (grad_a, grad_b) = self.gradients_of(i, j, a.dims);
+        let value = warp_gradient::<T, P, W, S>(warp, &pairs.params, &a, &b, store, grad_a, grad_b);
+        if warp.lane() == 0 {
+            pairs.write(i, j, value);
+        }
+    }
+
+    /// Where the gradients of pair `(i, j)` start (`grad_b` null if the
+    /// launch has none).
+    ///
+    /// # Safety
+    /// `(i, j)` is a pair of the launch; the gradient buffers as documented.
+    #[inline(always)]
+    unsafe fn gradients_of(&self, i: usize, j: usize, dims: usize) -> (*mut T, *mut T) {
+        let (pairs, buffers) = (&self.pairs, &self.gradient);
+        let grad_a = buffers.grad_a.add(*pairs.a.offsets.add(i) as usize * dims);
+        let grad_b = if buffers.grad_b.is_null() {
+            buffers.grad_b
+        } else {
+            buffers.grad_b.add(*pairs.b.offsets.add(j) as usize * dims)
+        };
+        (grad_a, grad_b)
+    }
+
     #[inline(always)]
     unsafe fn run_backward_in_block<B: ThreadBlock>(&self, block: &B, index: u64, what: Output) {
         if index >= self.pairs.pair_count {
@@ -443,16 +496,7 @@ impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
         block.barrier();
         let output = match what {
             Output::Gradient => {
-                let grad_a = buffers
-                    .grad_a
-                    .add(*pairs.a.offsets.add(i) as usize * a.dims);
-                let grad_b = if buffers.grad_b.is_null() {
-                    buffers.grad_b
-                } else {
-                    buffers
-                        .grad_b
-                        .add(*pairs.b.offsets.add(j) as usize * b.dims)
-                };
+                let (grad_a, grad_b) = self.gradients_of(i, j, a.dims);
                 Backward::Gradient { grad_a, grad_b }
             }
             Output::Alignment => Backward::Alignment(buffers.alignment.add(offset)),

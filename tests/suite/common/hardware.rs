@@ -54,6 +54,10 @@ impl<const N: usize> Warp for EmulatedLane<'_, N> {
         self.swap(value, source)
     }
 
+    unsafe fn sync(&self) {
+        self.exchange.barrier.wait();
+    }
+
     fn spin(&self) {
         // More threads than cores: let the warp being waited for run.
         std::thread::yield_now();

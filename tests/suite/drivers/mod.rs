@@ -5,5 +5,6 @@
 
 mod antidiagonal;
 mod columns;
+mod gradient;
 mod rows;
 mod stencil;

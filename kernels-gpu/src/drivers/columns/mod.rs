@@ -18,6 +18,7 @@
 //! wavefront by wavefront, or into panels that warps compute at once, each
 //! right behind the one to its left ([`long_pair`]).
 
+pub mod gradient;
 pub mod long_pair;
 pub mod pair;
 pub mod skewed;
@@ -391,7 +392,7 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
 /// the stripe's cell `k` is inside the measure's band (infinite if not).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn stripe_row<T: Real, M: Recurrence<T>, const S: usize>(
+pub(super) unsafe fn stripe_row<T: Real, M: Recurrence<T>, const S: usize>(
     measure: &M,
     a: &Series<T>,
     b: &Series<T>,
