@@ -34,6 +34,7 @@ use crate::{
     SoftDtwGradient, Variant,
 };
 use ndarray::{Array1, Array2, ArrayView2};
+use rayon::prelude::*;
 use timewarp_kernels::SoftDtwParams;
 
 /// Device memory one pair of `n x m` samples of `dims` values takes on the
@@ -274,15 +275,21 @@ fn cpu_gradients<T: Float>(
 /// sample offsets) cut into one `len x dims` array per series.
 fn split<T: Float>(flat: &[T], offsets: &[u64], dims: usize) -> Vec<Array2<T>> {
     let base = offsets[0] as usize;
-    offsets
-        .windows(2)
-        .map(|w| {
-            let (start, end) = (w[0] as usize - base, w[1] as usize - base);
-            let part = &flat[start * dims..end * dims];
-            Array2::from_shape_vec((end - start, dims), part.to_vec()).expect("gradient shape")
-        })
-        .collect()
+    let one = |w: &[u64]| {
+        let (start, end) = (w[0] as usize - base, w[1] as usize - base);
+        let part = &flat[start * dims..end * dims];
+        Array2::from_shape_vec((end - start, dims), part.to_vec()).expect("gradient shape")
+    };
+    // Many series: an allocation and a copy each, on every core.
+    if offsets.len() > PARALLEL_SPLIT_SERIES {
+        offsets.par_windows(2).map(one).collect()
+    } else {
+        offsets.windows(2).map(one).collect()
+    }
 }
+
+/// Series past which [`split`] runs on every core.
+const PARALLEL_SPLIT_SERIES: usize = 256;
 
 /// The values of `pairs` pairs: Soft-DTW, or the divergence from the three
 /// values of each pair.

@@ -27,10 +27,11 @@ use super::multi::{on_one_gpu, spread_pair_blocks};
 use super::plan::chunks;
 use super::plan::paired::{operands, GradientKernel, GradientPlan, Shapes};
 use super::select::{block_threads, gradient_stripe};
+use super::staging::PinnedPool;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet, Variant};
-use cudarc::driver::{result as driver, DevicePtr};
+use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use ndarray::Array2;
 use std::mem::size_of;
 use std::ops::Range;
@@ -192,25 +193,73 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
         kernel,
         base,
     )?;
-    // Each part straight into its own vector (the first copy waits for
-    // the launches).
-    let part = |start: usize, len: usize| {
+    let (grad_x, grad_y) = plan.gradients(0);
+    let mut parts = vec![(0, launches * pairs), (grad_x, plan.x_values)];
+    parts.extend(grad_y.map(|g| (g, plan.y_values)));
+    if divergence {
+        parts.push((plan.gradients(1).0, plan.x_values));
+        if with_y {
+            parts.push((plan.gradients(2).0, plan.y_values));
+        }
+    }
+    let mut parts = outputs_to_host(gpu, &results, &parts)?.into_iter();
+    let mut next = || parts.next().expect("one vector a part");
+    Ok(PairedGradients {
+        values: next(),
+        grad_x: next(),
+        grad_y: grad_y.map(|_| next()),
+        grad_xx: divergence.then(&mut next),
+        grad_yy: (divergence && with_y).then(next),
+    })
+}
+
+/// The `(start, len)` parts of `results` on the host, a vector each, once
+/// the work queued on the GPU's stream is done: through a kept pinned
+/// buffer when they are small enough (one fast copy, where a copy to
+/// ordinary memory goes at a fraction of the bus's speed), else each
+/// straight into its vector.
+fn outputs_to_host<T: Float>(
+    gpu: &Gpu,
+    results: &CudaSlice<T>,
+    parts: &[(usize, usize)],
+) -> Result<Vec<Vec<T>>> {
+    let stream = &gpu.stream;
+    let end = parts
+        .iter()
+        .map(|&(start, len)| start + len)
+        .max()
+        .unwrap_or(0);
+    let bytes = end * size_of::<T>();
+    if !PinnedPool::keeps(bytes) {
+        return parts
+            .iter()
+            .map(|&(start, len)| {
+                stream
+                    .clone_dtoh(&results.slice(start..start + len))
+                    .map_err(gpu_error)
+            })
+            .collect();
+    }
+    let mut pinned = gpu.pool.take(&gpu.context, bytes, false)?;
+    // SAFETY: no copy touches the buffer but this one, which the
+    // synchronisation ends before the host reads it.
+    let copied = unsafe {
+        let host = pinned.values_mut::<T>(end);
         stream
-            .clone_dtoh(&results.slice(start..start + len))
+            .memcpy_dtoh(&results.slice(..end), host)
+            .and_then(|()| stream.synchronize())
             .map_err(gpu_error)
     };
-    let (grad_x, grad_y) = plan.gradients(0);
-    Ok(PairedGradients {
-        values: part(0, launches * pairs)?,
-        grad_x: part(grad_x, plan.x_values)?,
-        grad_y: grad_y.map(|g| part(g, plan.y_values)).transpose()?,
-        grad_xx: divergence
-            .then(|| part(plan.gradients(1).0, plan.x_values))
-            .transpose()?,
-        grad_yy: (divergence && with_y)
-            .then(|| part(plan.gradients(2).0, plan.y_values))
-            .transpose()?,
-    })
+    // SAFETY: the copy is done (or failed, and its values are not used).
+    let parts = copied.map(|()| {
+        let host = unsafe { pinned.values::<T>(end) };
+        parts
+            .iter()
+            .map(|&(start, len)| host[start..start + len].to_vec())
+            .collect()
+    });
+    gpu.pool.give_back(pinned);
+    parts
 }
 
 /// The launches of [`gradient_on`], writing to the output buffer at

@@ -97,6 +97,12 @@ impl PinnedPool {
         })
     }
 
+    /// Whether a buffer of `bytes` would be kept for later calls (smaller
+    /// ones are worth taking for a single copy).
+    pub(super) fn keeps(bytes: usize) -> bool {
+        bytes <= KEEP_PINNED_BYTES
+    }
+
     /// Keeps `buffer` for later calls, unless it is unusually large or
     /// enough are kept.
     pub(super) fn give_back(&self, buffer: Pinned) {
@@ -138,6 +144,14 @@ impl Pinned {
     pub(super) unsafe fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
         assert!(len <= self.len());
         std::slice::from_raw_parts_mut(self.pointer, len)
+    }
+
+    /// # Safety
+    /// No copy that reads or writes the buffer is in flight.
+    pub(super) unsafe fn values_mut<T: Float>(&mut self, len: usize) -> &mut [T] {
+        assert!(len * size_of::<T>() <= self.len());
+        // Pinned allocations are page-aligned.
+        std::slice::from_raw_parts_mut(self.pointer.cast::<T>(), len)
     }
 
     /// # Safety

@@ -221,6 +221,14 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
         // stripe's columns' gradients.
         let mut row_share = T::ZERO;
         let mut column_sums = [T::ZERO; S];
+        // The next row's stored cells and sample, fetched a step ahead to
+        // hide the loads' latency: this lane starts at row n - 1 (0-based).
+        let fetch = |r: usize| -> [T; S] {
+            let t = r + self.lane.min(self.used - 1);
+            from_fn(|k| *self.stored(t, k))
+        };
+        let mut next_values = fetch(n - 1);
+        let mut next_row = measure.row(a, n);
         for s in 0..self.steps() {
             // Cell (i, first + S) and the row's share from the lane to the
             // right, which computed row i a step ago.
@@ -245,8 +253,11 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
                 continue;
             }
             let i = r + 1;
-            let values: [T; S] = from_fn(|k| *self.stored(r + self.lane, k));
-            let row = measure.row(a, i);
+            let (values, row) = (next_values, next_row);
+            // Row r - 1's, or row 0's again after the last (in bounds).
+            let above = r.max(1) - 1;
+            next_values = fetch(above);
+            next_row = measure.row(a, above + 1);
             let (offset, span) = self.allowed_cells(i);
             let inside = |k: usize| offset.wrapping_add(k as u32) <= span;
             let mut right = (right_derivative, right_key);
