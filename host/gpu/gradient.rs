@@ -27,11 +27,11 @@ use super::multi::{on_one_gpu, spread_pair_blocks};
 use super::plan::chunks;
 use super::plan::paired::{operands, GradientKernel, GradientPlan, Shapes};
 use super::select::{block_threads, gradient_stripe};
-use super::staging::PinnedPool;
+use super::staging::outputs_to_host;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet, Variant};
-use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
+use cudarc::driver::{result as driver, DevicePtr};
 use ndarray::Array2;
 use std::mem::size_of;
 use std::ops::Range;
@@ -202,7 +202,7 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
             parts.push((plan.gradients(2).0, plan.y_values));
         }
     }
-    let mut parts = outputs_to_host(gpu, &results, &parts)?.into_iter();
+    let mut parts = outputs_to_host((&gpu.stream, &gpu.pool), &results, &parts)?.into_iter();
     let mut next = || parts.next().expect("one vector a part");
     Ok(PairedGradients {
         values: next(),
@@ -211,55 +211,6 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
         grad_xx: divergence.then(&mut next),
         grad_yy: (divergence && with_y).then(next),
     })
-}
-
-/// The `(start, len)` parts of `results` on the host, a vector each, once
-/// the work queued on the GPU's stream is done: through a kept pinned
-/// buffer when they are small enough (one fast copy, where a copy to
-/// ordinary memory goes at a fraction of the bus's speed), else each
-/// straight into its vector.
-fn outputs_to_host<T: Float>(
-    gpu: &Gpu,
-    results: &CudaSlice<T>,
-    parts: &[(usize, usize)],
-) -> Result<Vec<Vec<T>>> {
-    let stream = &gpu.stream;
-    let end = parts
-        .iter()
-        .map(|&(start, len)| start + len)
-        .max()
-        .unwrap_or(0);
-    let bytes = end * size_of::<T>();
-    if !PinnedPool::keeps(bytes) {
-        return parts
-            .iter()
-            .map(|&(start, len)| {
-                stream
-                    .clone_dtoh(&results.slice(start..start + len))
-                    .map_err(gpu_error)
-            })
-            .collect();
-    }
-    let mut pinned = gpu.pool.take(&gpu.context, bytes, false)?;
-    // SAFETY: no copy touches the buffer but this one, which the
-    // synchronisation ends before the host reads it.
-    let copied = unsafe {
-        let host = pinned.values_mut::<T>(end);
-        stream
-            .memcpy_dtoh(&results.slice(..end), host)
-            .and_then(|()| stream.synchronize())
-            .map_err(gpu_error)
-    };
-    // SAFETY: the copy is done (or failed, and its values are not used).
-    let parts = copied.map(|()| {
-        let host = unsafe { pinned.values::<T>(end) };
-        parts
-            .iter()
-            .map(|&(start, len)| host[start..start + len].to_vec())
-            .collect()
-    });
-    gpu.pool.give_back(pinned);
-    parts
 }
 
 /// The launches of [`gradient_on`], writing to the output buffer at

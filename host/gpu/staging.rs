@@ -5,7 +5,7 @@ use super::device::gpu_error;
 use super::plan::matrix::{SLOTS, STAGING_BYTES};
 use super::setup::{timed, SetupKind};
 use crate::{Float, Result};
-use cudarc::driver::{sys, CudaContext, CudaStream, PinnedHostSlice};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, PinnedHostSlice};
 use std::mem::size_of;
 use std::sync::{Arc, Mutex};
 
@@ -97,12 +97,6 @@ impl PinnedPool {
         })
     }
 
-    /// Whether a buffer of `bytes` would be kept for later calls (smaller
-    /// ones are worth taking for a single copy).
-    pub(super) fn keeps(bytes: usize) -> bool {
-        bytes <= KEEP_PINNED_BYTES
-    }
-
     /// Keeps `buffer` for later calls, unless it is unusually large or
     /// enough are kept.
     pub(super) fn give_back(&self, buffer: Pinned) {
@@ -161,4 +155,58 @@ impl Pinned {
         // Pinned allocations are page-aligned.
         std::slice::from_raw_parts(self.pointer.cast::<T>(), len)
     }
+}
+
+/// Whether a buffer of `bytes` would be kept for later calls (smaller
+/// ones are worth taking for a single copy).
+fn keeps(bytes: usize) -> bool {
+    bytes <= KEEP_PINNED_BYTES
+}
+
+/// The `(start, len)` parts of `results` on the host, a vector each, once
+/// the work queued on `stream` is done: through a kept pinned
+/// buffer when they are small enough (one fast copy, where a copy to
+/// ordinary memory goes at a fraction of the bus's speed), else each
+/// straight into its vector.
+pub(super) fn outputs_to_host<T: Float>(
+    (stream, pool): (&Arc<CudaStream>, &PinnedPool),
+    results: &CudaSlice<T>,
+    parts: &[(usize, usize)],
+) -> Result<Vec<Vec<T>>> {
+    let end = parts
+        .iter()
+        .map(|&(start, len)| start + len)
+        .max()
+        .unwrap_or(0);
+    let bytes = end * size_of::<T>();
+    if !keeps(bytes) {
+        return parts
+            .iter()
+            .map(|&(start, len)| {
+                stream
+                    .clone_dtoh(&results.slice(start..start + len))
+                    .map_err(gpu_error)
+            })
+            .collect();
+    }
+    let mut pinned = pool.take(stream.context(), bytes, false)?;
+    // SAFETY: no copy touches the buffer but this one, which the
+    // synchronisation ends before the host reads it.
+    let copied = unsafe {
+        let host = pinned.values_mut::<T>(end);
+        stream
+            .memcpy_dtoh(&results.slice(..end), host)
+            .and_then(|()| stream.synchronize())
+            .map_err(gpu_error)
+    };
+    // SAFETY: the copy is done (or failed, and its values are not used).
+    let parts = copied.map(|()| {
+        let host = unsafe { pinned.values::<T>(end) };
+        parts
+            .iter()
+            .map(|&(start, len)| host[start..start + len].to_vec())
+            .collect()
+    });
+    pool.give_back(pinned);
+    parts
 }

@@ -609,13 +609,9 @@ fn bench_flags_are_checked() {
         "--paired",
         "--gradient",
         "--variant",
-        "warp",
+        "tiled",
     ]);
-    expect_failure(
-        &mut gradient,
-        &["--gradient", "--variant does not apply"],
-        2,
-    );
+    expect_failure(&mut gradient, &["--gradient", "warp or stencil"], 2);
 }
 
 /// `--resident` keeps references on a GPU: without one (or with --file,
@@ -864,11 +860,10 @@ fn gpu_bench_paired_resident_and_streamed_modes() {
                 command.arg("--resident");
             }
             let rows: Vec<BenchRow> = serde_json::from_str(&stdout_of(&mut command)).unwrap();
-            // The library's choice: the warp kernel for values, the
-            // gradient kernel (no variant) for gradients.
-            let backend = if gradient { "gpu" } else { "gpu:warp" };
+            // The library's choice: the warp kernels for values and
+            // gradients of short pairs.
             let backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
-            assert_eq!(backends, [backend]);
+            assert_eq!(backends, ["gpu:warp"]);
             for row in &rows {
                 assert_eq!(row.metric, label);
                 assert!(row.seconds > 0.0 && row.gcups > 0.0);

@@ -337,6 +337,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "--paired times Soft-DTW on generated data: use --metric soft-dtw and no --file",
         ));
     }
+    let gradient_variant = |item: &VariantItem| match item {
+        VariantItem::One(variant) => variants_for(Mode::PairedGradient, false).contains(variant),
+        VariantItem::All => true,
+    };
+    if mode == Mode::PairedGradient && !args.variant.iter().all(gradient_variant) {
+        return Err(Failure::usage(
+            "--gradient times the warp or stencil variant (or all of them)",
+        ));
+    }
     if args.resident && args.file.is_some() {
         return Err(Failure::usage(
             "--resident times queries against references; --file times a set against itself",
