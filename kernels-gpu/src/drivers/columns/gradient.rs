@@ -120,10 +120,13 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
         self.a.len + self.used - 1
     }
 
-    /// Where cell `k` of this lane's stripe at forward step `t` is stored.
+    /// Where cell `k` of this lane's stripe at forward step `t` is stored
+    /// (for a lane past the last working one, the last working one's
+    /// place: it reads ahead like the others, and must stay in bounds).
     #[inline(always)]
     unsafe fn stored(&self, t: usize, k: usize) -> *mut T {
-        self.store.add((t * S + k) * self.used + self.lane)
+        let lane = self.lane.min(self.used - 1);
+        self.store.add((t * S + k) * self.used + lane)
     }
 
     /// `(offset, span)` such that stripe cell `k` of row `i` is a cell of
