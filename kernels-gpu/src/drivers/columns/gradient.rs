@@ -139,7 +139,10 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
         } else {
             (1, self.b.len)
         };
-        ((self.first as u32).wrapping_sub(lo as u32), (hi - lo) as u32)
+        (
+            (self.first as u32).wrapping_sub(lo as u32),
+            (hi - lo) as u32,
+        )
     }
 
     /// The forward pass: every cell stored, the value `(n, m)` on every lane.
@@ -149,11 +152,7 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
         let row_lane = self.lane.min(self.used - 1);
         let mut cells = [T::INFINITY; S];
         // Cell (0, first - 1): the corner for lane 0, row 0 for the others.
-        let mut diag = if self.lane == 0 {
-            T::ZERO
-        } else {
-            T::INFINITY
-        };
+        let mut diag = if self.lane == 0 { T::ZERO } else { T::INFINITY };
         let mut next_row = measure.row(a, 1);
         for t in 0..self.steps() {
             let from_lane_before = warp.shuffle_up(cells[S - 1]);
@@ -208,13 +207,7 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
         // 1 is outside the matrix, so no other cell reads it.
         let seed = (m + 1).wrapping_sub(self.first);
         let mut derivatives: [T; S] = from_fn(|k| if k == seed { T::ONE } else { T::ZERO });
-        let mut keys: [T; S] = from_fn(|k| {
-            if k == seed {
-                T::INFINITY
-            } else {
-                -T::INFINITY
-            }
-        });
+        let mut keys: [T; S] = from_fn(|k| if k == seed { T::INFINITY } else { -T::INFINITY });
         let (mut diag_derivative, mut diag_key) = if seed == S {
             (T::ONE, T::INFINITY)
         } else {
