@@ -108,7 +108,12 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
                 )?;
             }
             Wanted::Gradients { with_y } => {
-                let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, variant)?;
+                let kernel = gradient_kernel::<T>(
+                    gpu,
+                    &shapes,
+                    P::MEASURE,
+                    (variant, shapes.longest_columns()),
+                )?;
                 gradient_into(
                     gpu,
                     params,

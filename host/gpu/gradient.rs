@@ -55,7 +55,7 @@ const WARPS_PER_BLOCK: usize = 4;
 /// `x` and `y` once.
 pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     gpu: &Gpu,
-    variant: Option<Variant>,
+    (variant, columns): (Option<Variant>, usize),
     params: P,
     (x, y): (&SeriesSet<T>, &SeriesSet<T>),
     divergence: bool,
@@ -65,7 +65,12 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let dims = x.dims();
-    let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, variant)?;
+    let kernel = gradient_kernel::<T>(
+        gpu,
+        &shapes,
+        P::MEASURE,
+        (variant, columns.max(shapes.longest_columns())),
+    )?;
     let plan = GradientPlan::new(
         &shapes,
         dims,
@@ -140,7 +145,12 @@ pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differenti
 ) -> Result<PairedGradients<T>> {
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
-    let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, variant)?;
+    let kernel = gradient_kernel::<T>(
+        gpu,
+        &shapes,
+        P::MEASURE,
+        (variant, shapes.longest_columns()),
+    )?;
     let result = gradient_on(
         gpu,
         params,
@@ -359,25 +369,26 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     Ok(())
 }
 
-/// The kernel of a paired gradient call over `shapes`: the warp driver's
-/// when every series `b` fits a warp's stripes, or the stencil driver's, or
-/// the variant `asked` ([`gradient_stripe`]); the stencil driver's has its rings in global memory when those of the
+/// The kernel of a paired gradient call over `shapes` whose longest series
+/// `b` has `columns` samples (the whole call's, when `shapes` is a part of
+/// it: every part takes the same kernel, so the bits do not depend on how
+/// the call is cut): the warp driver's when every series `b` fits a warp's
+/// stripes, or the stencil driver's, or the variant `asked`
+/// ([`gradient_stripe`]); the stencil driver's has its rings in global memory when those of the
 /// longest pair do not fit a block's shared memory (then for every pair).
 pub(crate) fn gradient_kernel<T: Float>(
     gpu: &Gpu,
     shapes: &Shapes,
     measure: Measure,
-    asked: Option<Variant>,
+    (asked, columns): (Option<Variant>, usize),
 ) -> Result<GradientKernel> {
-    Ok(
-        match gradient_stripe(measure, asked, shapes.longest_columns())? {
-            Some(stripe) => GradientKernel::Warp { stripe },
-            None => GradientKernel::Stencil {
-                global_rings: shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
-                    > gpu.max_shared_bytes()?,
-            },
+    Ok(match gradient_stripe(measure, asked, columns)? {
+        Some(stripe) => GradientKernel::Warp { stripe },
+        None => GradientKernel::Stencil {
+            global_rings: shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
+                > gpu.max_shared_bytes()?,
         },
-    )
+    })
 }
 
 /// The variant of [`gradient_kernel`]'s choice for paired batches `x`
@@ -420,11 +431,13 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
     memory_budget: Option<usize>,
 ) -> Result<PairedGradients<T>> {
     let pairs = x.len();
+    // The whole call's longest series b: every block takes its kernel.
+    let columns = Shapes::new(x.parts().1, y.parts().1, divergence).longest_columns();
     if gpus.len() == 1 || pairs < 2 {
         return on_one_gpu(gpus[0], |gpu| {
             paired_gradient(
                 gpu,
-                variant,
+                (variant, columns),
                 params,
                 (x, y),
                 divergence,
@@ -456,7 +469,7 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
             let part = (&x.slice(range.clone()), &y.slice(range));
             paired_gradient(
                 gpu,
-                variant,
+                (variant, columns),
                 params,
                 part,
                 divergence,
