@@ -370,13 +370,10 @@ pub(crate) fn gradient_stripe(
     asked: Option<Variant>,
     columns: usize,
 ) -> Result<Option<usize>> {
-    let mut stripes: Vec<usize> = drivers(measure)
-        .filter_map(|driver| match driver {
-            Driver::WarpGradient { stripe } => Some(stripe as usize),
-            _ => None,
-        })
-        .collect();
-    stripes.sort_unstable();
+    let stripes = sizes_of(measure, |driver| match driver {
+        Driver::WarpGradient { stripe } => Some(stripe as usize),
+        _ => None,
+    });
     let fitting = stripes.iter().copied().find(|&s| LANES * s >= columns);
     match asked {
         None => Ok(fitting),
@@ -395,16 +392,20 @@ pub(crate) fn gradient_stripe(
     }
 }
 
+/// One size (`size` of each driver that has it) of the measure's kernels
+/// in the catalogue, smallest first.
+fn sizes_of(measure: Measure, size: impl Fn(Driver) -> Option<usize>) -> Vec<usize> {
+    let mut sizes: Vec<usize> = drivers(measure).filter_map(size).collect();
+    sizes.sort_unstable();
+    sizes
+}
+
 /// The capacities of the measure's `local` kernels, smallest first.
 fn local_capacities(measure: Measure) -> Vec<usize> {
-    let mut capacities: Vec<usize> = drivers(measure)
-        .filter_map(|driver| match driver {
-            Driver::Local { capacity } => Some(capacity as usize),
-            _ => None,
-        })
-        .collect();
-    capacities.sort_unstable();
-    capacities
+    sizes_of(measure, |driver| match driver {
+        Driver::Local { capacity } => Some(capacity as usize),
+        _ => None,
+    })
 }
 
 /// The longest series `b` (the columns) the `local` variant takes: its
