@@ -41,6 +41,7 @@ mod backend;
 mod cpu;
 pub mod data;
 mod error;
+mod finite;
 mod float;
 pub mod formats;
 pub mod gpu;

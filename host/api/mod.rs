@@ -2,7 +2,6 @@
 //! resident set), single distances, and Soft-DTW of paired batches with
 //! gradients; alignments (paths) of one pair. Each resolves the backend, computes, and checks the result.
 
-mod finite;
 mod matrix;
 mod neighbours;
 mod on_device;

@@ -24,7 +24,7 @@
 //! # Ok::<(), timewarp::Error>(())
 //! ```
 
-use super::finite::check_finite;
+use crate::finite::check_finite;
 use crate::gpu::{self, DeviceSeriesSet, Gpu};
 use crate::interrupt;
 use crate::resident::Stored;
@@ -280,16 +280,19 @@ fn split<T: Float>(flat: &[T], offsets: &[u64], dims: usize) -> Vec<Array2<T>> {
         let part = &flat[start * dims..end * dims];
         Array2::from_shape_vec((end - start, dims), part.to_vec()).expect("gradient shape")
     };
-    // Many series: an allocation and a copy each, on every core.
-    if offsets.len() > PARALLEL_SPLIT_SERIES {
+    // Many series or values: an allocation and a copy each, on every core
+    // (below that, waking the pool's threads costs more than the split,
+    // and arrays allocated on other threads cost more to free).
+    if offsets.len() > PARALLEL_SPLIT_SERIES || flat.len() > PARALLEL_SPLIT_VALUES {
         offsets.par_windows(2).map(one).collect()
     } else {
         offsets.windows(2).map(one).collect()
     }
 }
 
-/// Series past which [`split`] runs on every core.
-const PARALLEL_SPLIT_SERIES: usize = 256;
+/// Series, or values, past which [`split`] runs on every core.
+const PARALLEL_SPLIT_SERIES: usize = 2048;
+const PARALLEL_SPLIT_VALUES: usize = 1 << 19;
 
 /// The values of `pairs` pairs: Soft-DTW, or the divergence from the three
 /// values of each pair.

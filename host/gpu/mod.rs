@@ -34,6 +34,7 @@ mod layout;
 mod long_pair;
 mod matrix;
 mod multi;
+mod output;
 mod page_locked;
 mod paired;
 mod pairs;

@@ -10,7 +10,8 @@
 //! that failed, only when none is left.
 
 use super::context::{Busy, Gpu};
-use super::pipeline::{Operand, Output, PairKernel, Pipeline};
+use super::output::Output;
+use super::pipeline::{Operand, PairKernel, Pipeline};
 use super::plan::matrix::{Plan, Sizes, Tile};
 use super::plan::spread::{named, spread};
 use crate::{Error, Float, Result, SeriesSet};

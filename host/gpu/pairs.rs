@@ -20,7 +20,8 @@ use super::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
 use super::image::DeviceSeriesSet;
 use super::layout::image_bytes;
 use super::multi::{hold, run_plan, Worker};
-use super::pipeline::{Operand, Output, PairKernel, Pipeline};
+use super::output::Output;
+use super::pipeline::{Operand, PairKernel, Pipeline};
 use super::plan::matrix::STAGING_BYTES;
 use super::plan::matrix::{resident_plan, streamed_plan, Caps, Side, Sizes};
 use super::plan::spread::each;
@@ -134,15 +135,14 @@ pub(crate) fn streamed<T: Float, P: KernelParams<T>>(
     let plan = streamed_plan(a, b, &caps);
     let longest = a.max_len().max(other.max_len());
     let sizes = Sizes::new(&plan, a, Some(other), workspace_per_pair, &caps, longest)?;
-    let mut out = Array2::from_elem((a.len(), other.len()), T::ZERO);
     let (fixed, streamed) = match plan.fixed {
         Side::Rows => (a, other),
         Side::Cols => (other, a),
     };
     let mut workers = Worker::each(gpus, |_| Operand::Host(streamed));
-    let output = Output::new(&mut out);
+    let output = Output::new((a.len(), other.len()));
     run_plan(&mut workers, (&plan, sizes), fixed, params, kernel, &output)?;
-    Ok(out)
+    output.into_matrix()
 }
 
 /// Series `range` of `set` uploaded to `gpu` to stay there; an error if it
@@ -209,8 +209,7 @@ pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
     let workspace_per_pair = kernel(gpus[0])?.workspace_per_pair;
     let caps = Caps::new(budget, size_of::<T>());
     let longest = queries.max_len().max(database.lengths.1);
-    let mut out = Array2::from_elem((queries.len(), database.len), T::ZERO);
-    let output = Output::new(&mut out);
+    let output = Output::new((queries.len(), database.len));
     let operand = |k: usize| Operand::Device(&database.parts[k].2.image);
     let mut workers = Worker::each(&gpus, operand);
     if database.replicated || database.parts.len() == 1 {
@@ -241,5 +240,5 @@ pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
             },
         )?;
     }
-    Ok(out)
+    output.into_matrix()
 }

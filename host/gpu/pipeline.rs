@@ -15,7 +15,8 @@
 use super::context::{poison_bytes, Gpu};
 use super::device::gpu_error;
 use super::image::DeviceImage;
-use super::layout::{copy_threads, Image, PARALLEL_COPY_BYTES};
+use super::layout::Image;
+use super::output::Output;
 use super::plan::matrix::STAGING_BYTES;
 use super::plan::matrix::{Side, Sizes, Tile, Upload};
 use super::staging::Pinned;
@@ -24,12 +25,10 @@ use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{
     result as driver, sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
 };
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
-use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::{tile_pairs, Numbering};
 use timewarp_kernels::SetRef;
@@ -48,27 +47,6 @@ pub(crate) struct PairKernel {
     pub threads_per_block: u32,
     /// Dynamic shared memory of a block, in bytes.
     pub shared_bytes: u32,
-}
-
-/// The matrix the tiles' results go into, shared by the pipelines of
-/// several GPUs: no two tiles of a plan write the same values, and the
-/// lock makes each copy whole.
-pub(crate) struct Output<'a, T>(Mutex<ArrayViewMut2<'a, T>>);
-
-impl<'a, T: Float> Output<'a, T> {
-    pub(crate) fn new(matrix: &'a mut Array2<T>) -> Self {
-        Output(Mutex::new(matrix.view_mut()))
-    }
-
-    /// Copies a tile's results (row-major) into the matrix, and their
-    /// transpose too for a mirrored tile.
-    fn place(&self, tile: &Tile, values: &[T]) {
-        let mut out = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        place(&mut out, tile, values);
-    }
 }
 
 /// An operand of the tiles: series on the device, or a host batch whose
@@ -416,47 +394,6 @@ impl<T: Float> Slot<T> {
         }
         Ok(image.layout.set_ref(chunk, 0, range.len()))
     }
-}
-
-/// Copies a tile's results (row-major) into `out`, and their transpose
-/// too for a mirrored tile.
-fn place<T: Float>(out: &mut ArrayViewMut2<T>, tile: &Tile, values: &[T]) {
-    let view = ArrayView2::from_shape((tile.rows.len(), tile.cols.len()), values)
-        .expect("a tile's results");
-    copy_into(
-        out.slice_mut(s![tile.rows.clone(), tile.cols.clone()]),
-        view,
-    );
-    if tile.mirror {
-        copy_into(
-            out.slice_mut(s![tile.cols.clone(), tile.rows.clone()]),
-            view.t(),
-        );
-    }
-}
-
-/// `target.assign(&source)`, spread over threads when large (the first
-/// write to a fresh matrix also takes its page faults).
-fn copy_into<T: Float>(mut target: ArrayViewMut2<T>, source: ArrayView2<T>) {
-    if source.len() * size_of::<T>() < PARALLEL_COPY_BYTES {
-        target.assign(&source);
-        return;
-    }
-    let axis = if target.nrows() >= target.ncols() {
-        Axis(0)
-    } else {
-        Axis(1)
-    };
-    let threads = copy_threads();
-    let piece = target
-        .len_of(axis)
-        .div_ceil(4 * threads.current_num_threads())
-        .max(1);
-    let pieces: Vec<_> = target
-        .axis_chunks_iter_mut(axis, piece)
-        .zip(source.axis_chunks_iter(axis, piece))
-        .collect();
-    threads.install(|| pieces.into_par_iter().for_each(|(mut t, s)| t.assign(&s)));
 }
 
 /// The pairs of one tile, `a` against `b` (or the upper triangle of `a`),

@@ -31,8 +31,8 @@ pub use on_gpu::{GpuLastColumn, GPU_LAST_COLUMN_MIN_CELLS};
 pub use twed::TwedPair;
 pub use types::{Alignment, Edit, EditPath, EditStep};
 
-use super::finite::check_finite;
 use super::soft_dtw::params as soft_dtw_params;
+use crate::finite::check_finite;
 use crate::{Backend, ComputeOptions, Dtw, Error, Float, Result, SeriesSet, SoftDtw, Twed};
 use ndarray::{Array2, ArrayView1, ArrayView2};
 use types::Samples;

@@ -17,7 +17,10 @@ pub(crate) const MAX_BLOCKS: u64 = 1 << 30;
 
 /// Consecutive ranges covering `range` of `set`, each of at most
 /// `max_count` series whose image takes at most `max_bytes` (a single
-/// larger series gets a range of its own).
+/// larger series gets a range of its own). Each range's end is found by a
+/// binary search over the offsets, not series by series: a streamed
+/// matrix plans its chunks at every call, and a million series took
+/// milliseconds while the GPU waited.
 pub(crate) fn ranges<T: Float>(
     set: &SeriesSet<T>,
     range: Range<usize>,
@@ -26,18 +29,28 @@ pub(crate) fn ranges<T: Float>(
 ) -> Vec<Range<usize>> {
     let word = size_of::<u64>();
     let per_sample = (set.dims() + usize::from(set.has_timestamps())) * size_of::<T>();
+    let offsets = set.parts().1;
+    // The image of series `start..end`: `end - start + 1` offsets and the
+    // samples.
+    let image = |start: usize, end: usize| {
+        (end - start + 1) * word + (offsets[end] - offsets[start]) as usize * per_sample
+    };
     let mut result = Vec::new();
-    let (mut start, mut bytes) = (range.start, word);
-    for k in range.clone() {
-        let size = set.series_len(k) * per_sample + word;
-        if k > start && (bytes + size > max_bytes || k - start == max_count) {
-            result.push(start..k);
-            (start, bytes) = (k, word);
+    let mut start = range.start;
+    while start < range.end {
+        // The longest range from `start` that fits, and at least one series:
+        // the image grows with the end, so the ends that fit come first.
+        let (mut fits, mut longest) = (start + 1, range.end.min(start + max_count.max(1)));
+        while fits < longest {
+            let middle = fits + (longest - fits).div_ceil(2);
+            if image(start, middle) <= max_bytes {
+                fits = middle;
+            } else {
+                longest = middle - 1;
+            }
         }
-        bytes += size;
-    }
-    if start < range.end {
-        result.push(start..range.end);
+        result.push(start..fits);
+        start = fits;
     }
     result
 }
@@ -77,4 +90,56 @@ pub(crate) fn chunks(
     }
     result.push(start..pairs);
     Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::layout::test_sets::set;
+
+    /// The ranges [`ranges`] cuts, found series by series: a series joins
+    /// the range unless that would pass either limit.
+    fn one_by_one(
+        set: &SeriesSet<f64>,
+        range: Range<usize>,
+        max_bytes: usize,
+        max_count: usize,
+    ) -> Vec<Range<usize>> {
+        let word = size_of::<u64>();
+        let per_sample = (set.dims() + usize::from(set.has_timestamps())) * size_of::<f64>();
+        let mut result = Vec::new();
+        let (mut start, mut bytes) = (range.start, word);
+        for k in range.clone() {
+            let size = set.series_len(k) * per_sample + word;
+            if k > start && (bytes + size > max_bytes || k - start == max_count) {
+                result.push(start..k);
+                (start, bytes) = (k, word);
+            }
+            bytes += size;
+        }
+        if start < range.end {
+            result.push(start..range.end);
+        }
+        result
+    }
+
+    #[test]
+    fn ranges_are_those_cut_series_by_series() {
+        // Lengths of 1 to 23 samples, in a pattern with no period of the limits.
+        let lengths: Vec<usize> = (0..200).map(|k| 1 + (k * 7 + k * k / 3) % 23).collect();
+        for (dims, times) in [(1, false), (3, false), (2, true)] {
+            let set = set(&lengths, dims, times);
+            for max_bytes in [0, 8, 50, 300, 1000, 4096, 1 << 20] {
+                for max_count in [1, 2, 5, 17, 64, 1000] {
+                    for range in [0..200, 13..14, 37..180, 200..200] {
+                        assert_eq!(
+                            ranges(&set, range.clone(), max_bytes, max_count),
+                            one_by_one(&set, range.clone(), max_bytes, max_count),
+                            "dims {dims}, times {times}, {max_bytes} bytes, {max_count} series, {range:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
