@@ -170,6 +170,8 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         },
         chunk: T::INFINITY,
         next_chunk: T::INFINITY,
+        ready_acquired: 0,
+        ready_polled: 0,
     };
     if wave.has_left {
         wave.chunk = wave.left_chunk(0);
@@ -208,13 +210,17 @@ const fn ready_rows<W: Warp>() -> usize {
 }
 
 /// Waits until `*ready >= rows` (another warp's progress), then acquires
-/// what it published.
+/// what it published; returns the count it saw.
 #[inline(always)]
-pub(super) unsafe fn wait_for<W: Warp>(warp: &W, ready: *const u32, rows: usize) {
-    while (warp.load_relaxed(ready) as usize) < rows {
+pub(super) unsafe fn wait_for<W: Warp>(warp: &W, ready: *const u32, rows: usize) -> u32 {
+    loop {
+        let seen = warp.load_relaxed(ready);
+        if seen as usize >= rows {
+            warp.fence_acquire();
+            return seen;
+        }
         warp.spin();
     }
-    warp.fence_acquire();
 }
 
 /// One lane's part of a region while the wavefront sweeps it (see
@@ -251,20 +257,38 @@ struct Wavefront<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> {
     chunk_len: u32,
     chunk: T,
     next_chunk: T,
+    /// A followed border's count of published rows: the last one acquired,
+    /// and the one read (relaxed) when the last chunk was fetched, which
+    /// has arrived by the next chunk.
+    ready_acquired: u32,
+    ready_polled: u32,
 }
 
 impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M, W, S> {
     /// Rows `r .. r + chunk_len` (counted from 0) of the left border, one a
     /// lane: cell `(row0 + 1 + r + lane, col0)`, infinite past the region.
-    /// A border being written while this region runs is waited for first.
+    /// A border being written while this region runs is waited for first:
+    /// usually the count read a chunk earlier shows its rows published
+    /// already (the warp to the left runs ahead), and acquiring them costs
+    /// a fence but no wait for a read; the count for the next chunk is read
+    /// now, to be used then.
     #[inline(always)]
-    unsafe fn left_chunk(&self, r: u32) -> T {
+    unsafe fn left_chunk(&mut self, r: u32) -> T {
         let region = self.region;
         // No wait where the border has no rows for this region: its writer
         // never publishes them.
         if self.following && self.left_rows > 0 {
             let needed = region.row0 + (r + self.chunk_len).min(self.left_rows) as usize;
-            wait_for(self.warp, region.left_ready, needed);
+            if (self.ready_acquired as usize) < needed {
+                self.ready_acquired = if self.ready_polled as usize >= needed {
+                    // Acquires what was published before the count read.
+                    self.warp.fence_acquire();
+                    self.ready_polled
+                } else {
+                    wait_for(self.warp, region.left_ready, needed)
+                };
+            }
+            self.ready_polled = self.warp.load_relaxed(region.left_ready);
         }
         if self.has_left && self.lane < self.chunk_len && r + self.lane < self.left_rows {
             *region.left.add(region.row0 + 1 + (r + self.lane) as usize)
