@@ -16,6 +16,16 @@ use core::sync::atomic::{fence, AtomicU32, Ordering};
 /// Lanes of a GPU warp.
 pub const LANES: usize = 32;
 
+/// The warps that a readiness count and what it publishes are shared
+/// with: those of the writer's thread block, or every warp of the launch.
+/// The narrower scope is the cheaper: its fences order memory within one
+/// SM, where the wider one waits for the whole GPU's memory system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Block,
+    Launch,
+}
+
 /// What the warp drivers need of a warp. Every lane must make the same
 /// calls in the same order (they are collective).
 pub trait Warp {
@@ -49,27 +59,28 @@ pub trait Warp {
     unsafe fn sync(&self);
     /// Called in each round of a spin-wait on another warp's progress.
     fn spin(&self) {}
-    /// `*counter`, read atomically with no ordering (a spin-wait's poll).
+    /// `*counter`, read atomically at `scope` with no ordering (a
+    /// spin-wait's poll).
     ///
     /// # Safety
     /// `counter` is valid and aligned.
-    unsafe fn load_relaxed(&self, counter: *const u32) -> u32 {
+    unsafe fn load_relaxed(&self, _scope: Scope, counter: *const u32) -> u32 {
         AtomicU32::from_ptr(counter as *mut u32).load(Ordering::Relaxed)
     }
-    /// An acquire fence at the scope of the warps of a launch: after a
+    /// An acquire fence among the warps of `scope`: after a
     /// relaxed load that read a value stored with release ordering, what
     /// the writer stored before that store is visible. Polls are relaxed
     /// and fenced once when they succeed because on the GPU every acquire
     /// also invalidates the SM's L1 cache, which the other warps' loads
     /// then miss.
-    fn fence_acquire(&self) {
+    fn fence_acquire(&self, _scope: Scope) {
         fence(Ordering::Acquire)
     }
-    /// `*counter = value` with release ordering at the same scope.
+    /// `*counter = value` with release ordering among the warps of `scope`.
     ///
     /// # Safety
     /// `counter` is valid and aligned.
-    unsafe fn store_release(&self, counter: *mut u32, value: u32) {
+    unsafe fn store_release(&self, _scope: Scope, counter: *mut u32, value: u32) {
         AtomicU32::from_ptr(counter).store(value, Ordering::Release)
     }
 }

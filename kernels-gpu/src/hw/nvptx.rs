@@ -5,7 +5,7 @@
 //! for the drivers, whose own contract is "all lanes (threads) of the warp
 //! (block) make the same calls in the same order".
 
-use super::{generation_barrier, Grid, ThreadBlock, Warp, LANES};
+use super::{generation_barrier, Grid, Scope, ThreadBlock, Warp, LANES};
 use crate::Real;
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _syncthreads, _thread_idx_x};
 use core::intrinsics::gpu::gpu_launch_sized_workgroup_mem;
@@ -157,37 +157,56 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
         bar_warp_sync(self.mask())
     }
 
-    /// `ld.relaxed.gpu.global.u32`: requires `counter` to be a 4-byte
-    /// aligned address in global memory (the caller's contract).
+    /// `ld.relaxed.{cta,gpu}.global.u32`: requires `counter` to be a
+    /// 4-byte aligned address in global memory (the caller's contract).
     #[inline(always)]
-    unsafe fn load_relaxed(&self, counter: *const u32) -> u32 {
+    unsafe fn load_relaxed(&self, scope: Scope, counter: *const u32) -> u32 {
         let value: u32;
-        core::arch::asm!(
-            "ld.relaxed.gpu.global.u32 {value}, [{counter}];",
-            value = out(reg32) value,
-            counter = in(reg64) counter,
-        );
+        match scope {
+            Scope::Block => core::arch::asm!(
+                "ld.relaxed.cta.global.u32 {value}, [{counter}];",
+                value = out(reg32) value,
+                counter = in(reg64) counter,
+            ),
+            Scope::Launch => core::arch::asm!(
+                "ld.relaxed.gpu.global.u32 {value}, [{counter}];",
+                value = out(reg32) value,
+                counter = in(reg64) counter,
+            ),
+        }
         value
     }
 
-    /// `fence.acq_rel.gpu`: no operands, no precondition. GPU scope: the
-    /// default (system) scope of Rust's atomics makes every fence a
+    /// `fence.acq_rel.{cta,gpu}`: no operands, no precondition. Never the
+    /// default (system) scope of Rust's atomics, which makes every fence a
     /// system-wide memory barrier, thousands of cycles.
     #[inline(always)]
-    fn fence_acquire(&self) {
+    fn fence_acquire(&self, scope: Scope) {
         // SAFETY: a fence has no precondition.
-        unsafe { core::arch::asm!("fence.acq_rel.gpu;") }
+        unsafe {
+            match scope {
+                Scope::Block => core::arch::asm!("fence.acq_rel.cta;"),
+                Scope::Launch => core::arch::asm!("fence.acq_rel.gpu;"),
+            }
+        }
     }
 
-    /// `st.release.gpu.global.u32`: requires `counter` to be a 4-byte
+    /// `st.release.{cta,gpu}.global.u32`: requires `counter` to be a 4-byte
     /// aligned address in global memory (the caller's contract).
     #[inline(always)]
-    unsafe fn store_release(&self, counter: *mut u32, value: u32) {
-        core::arch::asm!(
-            "st.release.gpu.global.u32 [{counter}], {value};",
-            counter = in(reg64) counter,
-            value = in(reg32) value,
-        );
+    unsafe fn store_release(&self, scope: Scope, counter: *mut u32, value: u32) {
+        match scope {
+            Scope::Block => core::arch::asm!(
+                "st.release.cta.global.u32 [{counter}], {value};",
+                counter = in(reg64) counter,
+                value = in(reg32) value,
+            ),
+            Scope::Launch => core::arch::asm!(
+                "st.release.gpu.global.u32 [{counter}], {value};",
+                counter = in(reg64) counter,
+                value = in(reg32) value,
+            ),
+        }
     }
 
     /// `nanosleep.u32` (sm_70 up): suspends this warp for about that long,

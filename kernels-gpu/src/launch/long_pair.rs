@@ -6,7 +6,7 @@ use crate::drivers::antidiagonal::{diagonal_cells, diagonal_pair, diagonal_value
 use crate::drivers::columns::long_pair::{
     diagonal_tiles, pipelined_pair, tile_counts, warp_tile, PanelHandoff, TileGrid,
 };
-use crate::hw::{Grid, Warp};
+use crate::hw::{Grid, Scope, Warp};
 use crate::{Real, Recurrence, SetRef};
 
 /// Everything a launch of the tiled long-pair kernel needs: one
@@ -88,7 +88,8 @@ impl<T: Real, P: Recurrence<T>> PanelLaunch<T, P> {
     pub unsafe fn run<W: Warp, const S: usize, const UNIVARIATE: bool>(&self, warp: &W) {
         let a = self.a.series_of::<UNIVARIATE>(0);
         let b = self.b.series_of::<UNIVARIATE>(0);
-        let value = pipelined_pair::<T, P, W, S>(warp, &self.params, &a, &b, &self.handoff);
+        let value =
+            pipelined_pair::<T, P, W, S>(warp, Scope::Launch, &self.params, &a, &b, &self.handoff);
         if let Some(value) = value {
             if warp.lane() == 0 {
                 *self.out = value;

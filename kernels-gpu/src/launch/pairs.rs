@@ -10,7 +10,7 @@ use crate::drivers::columns::skewed::skewed_pair;
 use crate::drivers::rows::{pair_value, RowPair};
 use crate::drivers::sheared_band::{band_in_warp, band_pair};
 use crate::drivers::stencil::{stencil_backward, stencil_value, Backward, GRADIENT_RINGS};
-use crate::hw::{ThreadBlock, Warp};
+use crate::hw::{Scope, ThreadBlock, Warp};
 use crate::{Differentiable, Real, Recurrence, SetRef};
 use core::mem::{size_of, MaybeUninit};
 use core::ptr::null_mut;
@@ -245,7 +245,8 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
             borders: base.add(count_values::<T>(panels)),
             last_row: null_mut(),
         };
-        let value = pipelined_pair::<T, P, W, S>(warp, &self.params, &a, &b, &handoff);
+        let value =
+            pipelined_pair::<T, P, W, S>(warp, Scope::Block, &self.params, &a, &b, &handoff);
         if let Some(value) = value {
             if warp.lane() == 0 {
                 self.write(i, j, value);

@@ -16,6 +16,7 @@ use timewarp_kernels::drivers::columns::long_pair::{
 use timewarp_kernels::drivers::columns::pair::warp_pair;
 use timewarp_kernels::drivers::columns::skewed::skewed_pair;
 use timewarp_kernels::drivers::sheared_band::{band_in_warp, band_pair};
+use timewarp_kernels::hw::Scope;
 use timewarp_kernels::launch::pairs::{panel_workspace, PairsLaunch};
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Recurrence, Series, SetRef, Window};
@@ -121,7 +122,7 @@ fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
     let values = run_warps::<N, _>(warps, |warp| {
         let (a, b, pipeline) = shared.get();
         // SAFETY: the pipeline's arrays have the documented sizes, zeroed.
-        unsafe { pipelined_pair::<f64, M, _, S>(warp, measure, &a, &b, &pipeline) }
+        unsafe { pipelined_pair::<f64, M, _, S>(warp, Scope::Launch, measure, &a, &b, &pipeline) }
     });
     let done: Vec<f64> = values.into_iter().flatten().collect();
     assert_eq!(done.len(), 1, "exactly one warp does the last band");

@@ -13,6 +13,7 @@ use timewarp::{
     CpuLastColumn, DtwPair, LastColumn, Pass, PassSeries, PathPair, SubPair, Twed, TwedPair,
 };
 use timewarp_kernels::drivers::columns::long_pair::{pipelined_pair, PanelHandoff};
+use timewarp_kernels::hw::Scope;
 use timewarp_kernels::{Recurrence, Series};
 
 /// Samples `range` of series `which` of the pass series, as the kernels
@@ -63,7 +64,7 @@ fn emulated_column<P: Recurrence<f64> + Copy + Sync>(
     run_warps::<4, _>(3, |warp| {
         let (a, b, handoff) = shared.get();
         // SAFETY: the handoff's arrays have the documented sizes, zeroed.
-        unsafe { pipelined_pair::<f64, P, _, 2>(warp, &params, &a, &b, &handoff) }
+        unsafe { pipelined_pair::<f64, P, _, 2>(warp, Scope::Launch, &params, &a, &b, &handoff) }
     });
     last_row.remove(0);
     last_row

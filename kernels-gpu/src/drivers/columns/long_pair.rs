@@ -4,7 +4,7 @@
 
 use super::pair::{panel_corner, panel_region};
 use super::{wait_for, warp_region, Region};
-use crate::hw::{broadcast_u32, Warp};
+use crate::hw::{broadcast_u32, Scope, Warp};
 use crate::{Real, Recurrence, Series};
 use core::ptr::{null, null_mut};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -88,6 +88,7 @@ pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         right: if last_col { null_mut() } else { grid.cols },
         left_ready: null(),
         right_ready: null_mut(),
+        ready_scope: Scope::Launch,
     };
     let value = warp_region::<T, M, W, S>(warp, measure, a, b, &region);
     if warp.lane() == 0 {
@@ -121,14 +122,16 @@ pub struct PanelHandoff<T> {
 /// overwrites a row of panel `k`'s border only after panel `k + 1` has
 /// passed that row, hence read it. Memory is linear in the lengths, and
 /// one launch does the whole pair. Returns the pair's value from the warp
-/// that did the last panel, `None` from the others.
+/// that did the last panel, `None` from the others. `scope` holds every
+/// warp that takes the pair's panels: one block's, or the launch's.
 ///
 /// # Safety
 /// As [`warp_region`]; `handoff` is valid, zeroed (but `last_row`), and not
-/// shared with another pair.
+/// shared with another pair; no warp outside `scope` takes its panels.
 #[inline(always)]
 pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     warp: &W,
+    scope: Scope,
     measure: &M,
     a: &Series<T>,
     b: &Series<T>,
@@ -162,7 +165,7 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
         } else {
             // The corner is a row of the left panel's border: wait for it.
             let ready = handoff.ready.add(panel - 1);
-            wait_for(warp, ready, region.row0.min(left_end));
+            wait_for(warp, scope, ready, region.row0.min(left_end));
             panel_corner(measure, a, b, &region, border(panel - 1))
         };
         let region = Region {
@@ -179,6 +182,7 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
             } else {
                 handoff.ready.add(panel)
             },
+            ready_scope: scope,
             bottom: if region.row0 + region.rows == a.len {
                 handoff.last_row
             } else {

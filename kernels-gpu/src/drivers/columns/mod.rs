@@ -24,7 +24,7 @@ pub mod pair;
 pub mod skewed;
 
 use super::stripe_cell;
-use crate::hw::Warp;
+use crate::hw::{Scope, Warp};
 use crate::series::specialised;
 use crate::{Neighbours, Real, Recurrence, Series, Window};
 use core::array::from_fn;
@@ -68,6 +68,9 @@ pub struct Region<T> {
     /// are written, the matrix row of the last one written is stored here
     /// (with release ordering) for the region to the right.
     pub right_ready: *mut u32,
+    /// The warps that share `left_ready` and `right_ready`: those of one
+    /// block, or of the whole launch.
+    pub ready_scope: Scope,
 }
 
 impl<T: Real> Region<T> {
@@ -88,6 +91,7 @@ impl<T: Real> Region<T> {
             right: null_mut(),
             left_ready: null(),
             right_ready: null_mut(),
+            ready_scope: Scope::Launch,
         }
     }
 }
@@ -164,7 +168,7 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         has_left: !region.left.is_null(),
         following,
         chunk_len: if following {
-            ready_rows::<W>() as u32
+            ready_rows::<W>(region.ready_scope) as u32
         } else {
             W::LANES as u32
         },
@@ -178,10 +182,11 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         wave.next_chunk = wave.left_chunk(wave.chunk_len);
     }
 
-    if window.is_banded() {
-        wave.sweep::<true>(lanes_used);
-    } else {
-        wave.sweep::<false>(lanes_used);
+    match (window.is_banded(), !region.right_ready.is_null()) {
+        (true, true) => wave.sweep::<true, true>(lanes_used),
+        (true, false) => wave.sweep::<true, false>(lanes_used),
+        (false, true) => wave.sweep::<false, true>(lanes_used),
+        (false, false) => wave.sweep::<false, false>(lanes_used),
     }
 
     let cells = wave.cells;
@@ -196,27 +201,38 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
 }
 
 /// Rows a warp publishes at a time to the warp following it (see
-/// [`Region::right_ready`]): few, so the follower can run close behind (it
-/// trails by the wavefront's skew of `lanes - 1` rows plus about two of
-/// these), enough that the release stores and the follower's polling stay
-/// cheap.
+/// [`Region::right_ready`]), and the rows the follower reads at a time: few,
+/// so the follower can run close behind (it trails by the wavefront's skew
+/// of `lanes - 1` rows plus about two of these), enough that the release
+/// and acquire fences stay cheap. Fences among the warps of a launch wait
+/// for the whole GPU's memory and are spaced twice as far as those of one
+/// block.
 #[inline(always)]
-const fn ready_rows<W: Warp>() -> usize {
-    if W::LANES < 8 {
+const fn ready_rows<W: Warp>(scope: Scope) -> usize {
+    let wanted = match scope {
+        Scope::Block => 8,
+        Scope::Launch => 16,
+    };
+    if W::LANES < wanted {
         W::LANES
     } else {
-        8
+        wanted
     }
 }
 
-/// Waits until `*ready >= rows` (another warp's progress), then acquires
-/// what it published; returns the count it saw.
+/// Waits until `*ready >= rows` (another warp's progress, shared at
+/// `scope`), then acquires what it published; returns the count it saw.
 #[inline(always)]
-pub(super) unsafe fn wait_for<W: Warp>(warp: &W, ready: *const u32, rows: usize) -> u32 {
+pub(super) unsafe fn wait_for<W: Warp>(
+    warp: &W,
+    scope: Scope,
+    ready: *const u32,
+    rows: usize,
+) -> u32 {
     loop {
-        let seen = warp.load_relaxed(ready);
+        let seen = warp.load_relaxed(scope, ready);
         if seen as usize >= rows {
-            warp.fence_acquire();
+            warp.fence_acquire(scope);
             return seen;
         }
         warp.spin();
@@ -282,13 +298,15 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             if (self.ready_acquired as usize) < needed {
                 self.ready_acquired = if self.ready_polled as usize >= needed {
                     // Acquires what was published before the count read.
-                    self.warp.fence_acquire();
+                    self.warp.fence_acquire(region.ready_scope);
                     self.ready_polled
                 } else {
-                    wait_for(self.warp, region.left_ready, needed)
+                    wait_for(self.warp, region.ready_scope, region.left_ready, needed)
                 };
             }
-            self.ready_polled = self.warp.load_relaxed(region.left_ready);
+            self.ready_polled = self
+                .warp
+                .load_relaxed(region.ready_scope, region.left_ready);
         }
         if self.has_left && self.lane < self.chunk_len && r + self.lane < self.left_rows {
             *region.left.add(region.row0 + 1 + (r + self.lane) as usize)
@@ -302,29 +320,36 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
     /// lanes_used - 1`) and drains (`t >= rows`) some lanes have no row; in
     /// between every working lane has one, and the steps skip the test.
     /// `BANDED` is the measure's `banded()`, a constant so that an unbanded
-    /// measure's steps carry no band test.
+    /// measure's steps carry no band test; `PUBLISHES` whether the region
+    /// publishes its right border's progress (`Region::right_ready`).
     #[inline(always)]
-    unsafe fn sweep<const BANDED: bool>(&mut self, lanes_used: u32) {
+    unsafe fn sweep<const BANDED: bool, const PUBLISHES: bool>(&mut self, lanes_used: u32) {
         let rows = self.rows;
         let steps = rows + lanes_used - 1;
         let full_from = (lanes_used - 1).min(rows);
+        // Between publications the steps run in blocks: a publication in
+        // every step, even predicated off, would wait there for the
+        // border's stores.
+        let block = if PUBLISHES {
+            ready_rows::<W>(self.region.ready_scope) as u32
+        } else {
+            rows
+        };
         // One copy of the checked step serves both the fill and the drain.
         let mut t = 0;
         while t < steps {
             if t == full_from {
-                // For cheap cells, two steps an iteration: each step's new
-                // cells take other registers than the ones they replace
-                // (the next cell still reads the old as its diagonal), and
-                // a second step moves them back in place of the moves a
-                // loop would need.
-                while M::CHEAP_CELL && t + 1 < rows {
-                    self.step::<false, BANDED>(t);
-                    self.step::<false, BANDED>(t + 1);
-                    t += 2;
-                }
                 while t < rows {
-                    self.step::<false, BANDED>(t);
-                    t += 1;
+                    let end = if PUBLISHES {
+                        (t + block).min(rows)
+                    } else {
+                        rows
+                    };
+                    self.full_steps::<BANDED>(t, end);
+                    t = end;
+                    if PUBLISHES {
+                        self.publish(t);
+                    }
                 }
                 if t == steps {
                     break;
@@ -332,6 +357,51 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             }
             self.step::<true, BANDED>(t);
             t += 1;
+            if PUBLISHES && (t % block == 0 || t == steps) {
+                self.publish(t);
+            }
+        }
+    }
+
+    /// Steps `t..end`, where every working lane has a row.
+    #[inline(always)]
+    unsafe fn full_steps<const BANDED: bool>(&mut self, mut t: u32, end: u32) {
+        // For cheap cells, two steps an iteration: each step's new cells
+        // take other registers than the ones they replace (the next cell
+        // still reads the old as its diagonal), and a second step moves
+        // them back in place of the moves a loop would need.
+        while M::CHEAP_CELL && t + 1 < end {
+            self.step::<false, BANDED>(t);
+            self.step::<false, BANDED>(t + 1);
+            t += 2;
+        }
+        while t < end {
+            self.step::<false, BANDED>(t);
+            t += 1;
+        }
+    }
+
+    /// Once steps `..t` are done, tells the region to the right how many
+    /// rows of the right border the last lane has written: it has a row at
+    /// step `lanes - 1` and each step after, as every lane works in a region
+    /// with a right border. Every lane calls it at the same steps, and only
+    /// for a region with `Region::right_ready`.
+    #[inline(always)]
+    unsafe fn publish(&self, t: u32) {
+        let region = self.region;
+        let skew = W::LANES as u32 - 1;
+        if t <= skew {
+            return;
+        }
+        if self.lane == skew {
+            let written = (t - skew).min(self.rows);
+            // Release: the rows stored before are visible to whoever reads
+            // this count with acquire ordering.
+            self.warp.store_release(
+                region.ready_scope,
+                region.right_ready,
+                (region.row0 + written as usize) as u32,
+            );
         }
     }
 
@@ -401,13 +471,6 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
         self.diag = left;
         if !region.right.is_null() && self.lane as usize == W::LANES - 1 {
             *region.right.add(i) = self.cells[S - 1];
-            if !region.right_ready.is_null()
-                && ((r + 1).is_multiple_of(ready_rows::<W>() as u32) || r + 1 == self.rows)
-            {
-                // Release: the rows stored above are visible to whoever
-                // reads this count with acquire ordering.
-                warp.store_release(region.right_ready, i as u32);
-            }
         }
     }
 }
