@@ -23,6 +23,18 @@ extern "C" {
     fn nanosleep(nanoseconds: u32);
 }
 
+/// `asm!` of the instruction `$before` scope `$after`, the scope being
+/// `cta` for [`Scope::Block`] and `gpu` for [`Scope::Launch`]: one template
+/// for both scopes.
+macro_rules! scoped_asm {
+    ($scope:expr, $before:literal, $after:literal, $($operands:tt)*) => {
+        match $scope {
+            Scope::Block => core::arch::asm!(concat!($before, "cta", $after), $($operands)*),
+            Scope::Launch => core::arch::asm!(concat!($before, "gpu", $after), $($operands)*),
+        }
+    };
+}
+
 /// Global index of the calling thread in a 1-D launch: `blockIdx.x *
 /// blockDim.x + threadIdx.x`, in 64 bits (a launch may have more than 2^32
 /// threads).
@@ -162,18 +174,13 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
     #[inline(always)]
     unsafe fn load_relaxed(&self, scope: Scope, counter: *const u32) -> u32 {
         let value: u32;
-        match scope {
-            Scope::Block => core::arch::asm!(
-                "ld.relaxed.cta.global.u32 {value}, [{counter}];",
-                value = out(reg32) value,
-                counter = in(reg64) counter,
-            ),
-            Scope::Launch => core::arch::asm!(
-                "ld.relaxed.gpu.global.u32 {value}, [{counter}];",
-                value = out(reg32) value,
-                counter = in(reg64) counter,
-            ),
-        }
+        scoped_asm!(
+            scope,
+            "ld.relaxed.",
+            ".global.u32 {value}, [{counter}];",
+            value = out(reg32) value,
+            counter = in(reg64) counter,
+        );
         value
     }
 
@@ -183,30 +190,20 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
     #[inline(always)]
     fn fence_acquire(&self, scope: Scope) {
         // SAFETY: a fence has no precondition.
-        unsafe {
-            match scope {
-                Scope::Block => core::arch::asm!("fence.acq_rel.cta;"),
-                Scope::Launch => core::arch::asm!("fence.acq_rel.gpu;"),
-            }
-        }
+        unsafe { scoped_asm!(scope, "fence.acq_rel.", ";",) }
     }
 
     /// `st.release.{cta,gpu}.global.u32`: requires `counter` to be a 4-byte
     /// aligned address in global memory (the caller's contract).
     #[inline(always)]
     unsafe fn store_release(&self, scope: Scope, counter: *mut u32, value: u32) {
-        match scope {
-            Scope::Block => core::arch::asm!(
-                "st.release.cta.global.u32 [{counter}], {value};",
-                counter = in(reg64) counter,
-                value = in(reg32) value,
-            ),
-            Scope::Launch => core::arch::asm!(
-                "st.release.gpu.global.u32 [{counter}], {value};",
-                counter = in(reg64) counter,
-                value = in(reg32) value,
-            ),
-        }
+        scoped_asm!(
+            scope,
+            "st.release.",
+            ".global.u32 [{counter}], {value};",
+            counter = in(reg64) counter,
+            value = in(reg32) value,
+        );
     }
 
     /// `nanosleep.u32` (sm_70 up): suspends this warp for about that long,
