@@ -16,15 +16,14 @@ use std::sync::Arc;
 use timewarp_kernels::drivers::columns::long_pair::{
     diagonal_tiles, tile_counts, PanelHandoff, TileGrid,
 };
-use timewarp_kernels::hw::LANES;
+use timewarp_kernels::hw::{Tagged, LANES};
 use timewarp_kernels::launch::long_pair::{PanelLaunch, TileLaunch};
-use timewarp_kernels::{Driver, KernelId, Measure, SetRef};
+use timewarp_kernels::{Driver, KernelId, SetRef};
 
 /// Device memory of one pair: both series' images and `borders` values
 /// and `flags` counters.
-fn pair_bytes<T: Float>(a: &SeriesSet<T>, b: &SeriesSet<T>, borders: usize, flags: usize) -> usize {
-    let series = image_bytes(a, 0..1) + image_bytes(b, 0..1) + UPLOAD_SLACK;
-    series + borders * size_of::<T>() + flags * size_of::<u32>()
+fn pair_bytes<T: Float>(a: &SeriesSet<T>, b: &SeriesSet<T>, workspace: usize) -> usize {
+    image_bytes(a, 0..1) + image_bytes(b, 0..1) + UPLOAD_SLACK + workspace
 }
 
 /// Every pair of `a` and `b` (or the upper triangle of `a`) with a tiled
@@ -67,8 +66,8 @@ fn pair_pipelined<T: Float, P: KernelParams<T>>(
     budget: usize,
 ) -> Result<T> {
     let (n, m) = (a.max_len(), b.max_len());
-    let (borders, flags) = pipelined_workspace(P::MEASURE, n, m);
-    check_fits(n, m, pair_bytes(a, b, borders, flags), budget)?;
+    let workspace = pipelined_bytes::<T>(n);
+    check_fits(n, m, pair_bytes(a, b, workspace), budget)?;
     let uploaded = upload_ranges(gpu, &[a, b], 0..1)?;
     let pair = (
         uploaded.batch(0, a).view(0..1),
@@ -88,22 +87,21 @@ pub(crate) fn pair_pipelined_on<T: Float, P: KernelParams<T>>(
     (n, m): (usize, usize),
     budget: usize,
 ) -> Result<T> {
-    check_fits(n, m, pipelined_bytes::<T>(P::MEASURE, n, m), budget)?;
+    check_fits(n, m, pipelined_bytes::<T>(n), budget)?;
     let run = enqueue_pipelined(gpu, &gpu.stream, params, pair, (n, m), null_mut())?;
     run.value(&gpu.stream)
 }
 
-/// Device memory the pipelined kernel takes for an `n x m` pair besides
+/// Device memory the pipelined kernel takes for a pair of `n` rows besides
 /// the series.
-pub(crate) fn pipelined_bytes<T: Float>(measure: Measure, n: usize, m: usize) -> usize {
-    let (border_values, flag_count) = pipelined_workspace(measure, n, m);
-    border_values * size_of::<T>() + flag_count * size_of::<u32>() + size_of::<T>()
+pub(crate) fn pipelined_bytes<T: Float>(n: usize) -> usize {
+    pipelined_workspace(n) + size_of::<T>()
 }
 
 /// A pipelined launch queued on a stream, with the workspace it uses until
 /// it is done.
 pub(crate) struct PipelinedRun<T> {
-    _borders: CudaSlice<T>,
+    _borders: CudaSlice<u64>,
     _flags: CudaSlice<u32>,
     out: CudaSlice<T>,
 }
@@ -131,26 +129,24 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
     debug_assert!(a.count == 1 && b.count == 1);
     let stripe = tiled_stripe(P::MEASURE, m);
     let panels = m.div_ceil(LANES * stripe);
-    let (border_values, flag_count) = pipelined_workspace(P::MEASURE, n, m);
     let driver = Driver::Tiled {
         stripe: stripe as u32,
     };
     let id = KernelId::new(P::MEASURE, driver, a.dims == 1, T::PRECISION);
     let function = gpu.function(id)?;
-    let borders = stream.alloc_zeros::<T>(border_values).map_err(gpu_error)?;
-    let flags = stream.alloc_zeros::<u32>(flag_count).map_err(gpu_error)?;
+    // Two border columns of n + 1 tagged values, two words each.
+    let words = 2 * (n + 1) * size_of::<Tagged>() / size_of::<u64>();
+    let borders = stream.alloc_zeros::<u64>(words).map_err(gpu_error)?;
+    let flags = stream.alloc_zeros::<u32>(1).map_err(gpu_error)?;
     let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
     let out_ptr = poison(stream, &mut out)?;
-    let flags_ptr = flags.device_ptr(stream).0 as *mut u32;
     let launch = PanelLaunch {
         a,
         b,
         params,
         handoff: PanelHandoff {
-            borders: borders.device_ptr(stream).0 as *mut T,
-            ready: flags_ptr,
-            // SAFETY: `flags` holds panels + 1 counters.
-            next_panel: unsafe { flags_ptr.add(panels) },
+            borders: borders.device_ptr(stream).0 as *mut Tagged,
+            next_panel: flags.device_ptr(stream).0 as *mut u32,
             last_row,
         },
         out: out_ptr as *mut T,
@@ -189,7 +185,8 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
     let stripe = tiled_stripe(P::MEASURE, m);
     let tile_rows = tile_rows(stripe);
     let (tiles_down, tiles_across) = tile_counts(n, m, tile_rows, LANES * stripe);
-    check_fits(n, m, pair_bytes(a, b, n + m + 2 + tiles_down, 0), budget)?;
+    let borders = (n + m + 2 + tiles_down) * size_of::<T>();
+    check_fits(n, m, pair_bytes(a, b, borders), budget)?;
     let driver = Driver::TiledLaunches {
         stripe: stripe as u32,
     };

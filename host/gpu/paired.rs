@@ -34,6 +34,7 @@ use std::mem::size_of;
 use std::ops::Range;
 use std::sync::Mutex;
 use timewarp_kernels::drivers::stencil::VALUE_RINGS;
+use timewarp_kernels::hw::Tagged;
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Driver, KernelId};
@@ -81,7 +82,9 @@ fn paired_warp<T: Float, P: KernelParams<T>>(
         .unwrap_or_else(|| warp_kernel(measure, precision, longest, dims, band, occupancy))
 }
 
-/// The border per pair of every launch (0 but for the warp kernel).
+/// The border per pair of every launch (0 but for the warp kernel), whole
+/// 16-byte words: the `panels` kernels' borders hold tagged values, loaded
+/// 16 bytes at a time.
 fn value_border<T: Float, P: KernelParams<T>>(
     params: &P,
     variant: Variant,
@@ -98,6 +101,7 @@ fn value_border<T: Float, P: KernelParams<T>>(
         .map(|warp| warp.workspace_per_pair)
         .max()
         .unwrap_or(0)
+        .next_multiple_of(size_of::<Tagged>() / size_of::<T>())
 }
 
 /// Device memory a paired value computation allocates per pair: its
@@ -176,8 +180,7 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
         for k in 0..shapes.pairs() {
             for l in 0..shapes.launches() {
                 let (n, m) = shapes.lengths(l, k);
-                let (borders, flags) = pipelined_workspace(P::MEASURE, n, m);
-                let workspace = (borders + 1) * size_of::<T>() + flags * size_of::<u32>();
+                let workspace = pipelined_workspace(n) + size_of::<T>();
                 check_fits(n, m, UPLOAD_SLACK + series(k) + workspace, budget)?;
             }
         }
@@ -298,7 +301,9 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     // Without borders nothing needs zeroing: one memset less a call.
     let stream = &gpu.stream;
     let outputs = launches * longest_chunk;
-    let len = outputs + border * longest_chunk;
+    // The borders hold tagged values, loaded 16 bytes at a time.
+    let borders_at = outputs.next_multiple_of(size_of::<Tagged>() / size_of::<T>());
+    let len = borders_at + border * longest_chunk;
     let buffer = if border == 0 {
         // SAFETY: every value is poisoned before the launches, which write
         // them before the copy back reads them.
@@ -312,7 +317,7 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     let workspace = if border == 0 {
         std::ptr::null_mut()
     } else {
-        at(outputs) as *mut T
+        at(borders_at) as *mut T
     };
     let mut values = vec![T::ZERO; launches * pairs];
     let mut back = vec![T::ZERO; outputs];

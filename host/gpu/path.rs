@@ -98,8 +98,7 @@ impl<T: Float> DevicePathPair<T> {
             );
             // The launched matrix has y's samples as rows, x's as columns.
             let lengths = (cols.len(), rows.len());
-            let bytes = pipelined_bytes::<T>(P::MEASURE, lengths.0, lengths.1)
-                + (rows.len() + 1) * size_of::<T>();
+            let bytes = pipelined_bytes::<T>(lengths.0) + (rows.len() + 1) * size_of::<T>();
             if queued_bytes + bytes > budget && !queued.is_empty() {
                 finish(&mut queued, &mut columns)?;
                 queued_bytes = 0;

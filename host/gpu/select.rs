@@ -8,7 +8,7 @@
 
 use crate::{Error, Result, Variant};
 use timewarp_kernels::catalogue::drivers;
-use timewarp_kernels::hw::LANES;
+use timewarp_kernels::hw::{Tagged, LANES};
 use timewarp_kernels::launch::pairs::panel_workspace;
 use timewarp_kernels::{Driver, KernelId, Measure, Precision, Real, Recurrence, Window};
 
@@ -327,10 +327,9 @@ pub(crate) fn panels_kernel(
         None
     };
     let (warps, stripe) = forced.or(chosen)?;
-    let columns = LANES * stripe;
     let workspace_per_pair = match precision {
-        Precision::F32 => panel_workspace::<f32>(a_len, b_len, columns),
-        Precision::F64 => panel_workspace::<f64>(a_len, b_len, columns),
+        Precision::F32 => panel_workspace::<f32>(a_len),
+        Precision::F64 => panel_workspace::<f64>(a_len),
     };
     let driver = Driver::Panels {
         warps: warps as u32,
@@ -493,11 +492,11 @@ pub(crate) fn tile_rows(stripe: usize) -> usize {
     (LANES * stripe).max(256)
 }
 
-/// The workspace of the pipelined tiled kernel for an `n x m` pair: border
-/// values (two columns of `n + 1`) and counters (one a panel, and one).
-pub(crate) fn pipelined_workspace(measure: Measure, n: usize, m: usize) -> (usize, usize) {
-    let stripe = tiled_stripe(measure, m);
-    (2 * (n + 1), m.div_ceil(LANES * stripe) + 1)
+/// The workspace of the pipelined tiled kernel for a pair of `n` rows, in
+/// bytes: two border columns of `n + 1` tagged values, and the count of
+/// panels taken.
+pub(crate) fn pipelined_workspace(n: usize) -> usize {
+    2 * (n + 1) * size_of::<Tagged>() + size_of::<u32>()
 }
 
 /// Threads of a stencil block for pairs whose anti-diagonals have up to

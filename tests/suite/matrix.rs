@@ -480,7 +480,7 @@ fn gpu_long_pair_variants_in_pieces() {
     for variant in [Variant::Tiled, Variant::TiledLaunches] {
         let options = gpu_options(Some(variant));
         let tight = ComputeOptions {
-            gpu_memory_budget: Some(16 * 1024),
+            gpu_memory_budget: Some(24 * 1024),
             ..options
         };
         for &metric in &metrics {

@@ -91,8 +91,9 @@ fn paired_soft_dtw_takes_the_panels_kernel_for_few_wide_pairs() {
     let few_wide = pick(Measure::SoftDtw, (512, 512), None, 256).expect("panels");
     assert_eq!(few_wide.id.to_string(), "soft_dtw_panels4x4_1d_f32");
     assert_eq!(few_wide.lanes, 128);
-    // Five counts (four panels and the next-panel counter), two borders.
-    assert_eq!(few_wide.workspace_per_pair, 5 + 2 * 513);
+    // The next-panel counter padded to 16 bytes, then two borders of 513
+    // tagged values of 16 bytes, in f32 values.
+    assert_eq!(few_wide.workspace_per_pair, (16 + 2 * 513 * 16) / 4);
     assert!(few_wide.id.exists());
     assert!(pick(Measure::SoftDtw, (512, 512), None, 1024).is_none());
     assert!(pick(Measure::SoftDtw, (128, 128), None, 256).is_none());

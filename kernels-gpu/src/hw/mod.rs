@@ -1,5 +1,5 @@
 //! What the drivers need of the hardware, as three small traits: a warp
-//! ([`Warp`]: lanes, shuffles, acquire/release on counters), a thread block
+//! ([`Warp`]: lanes, shuffles, values handed between warps with a tag), a thread block
 //! ([`ThreadBlock`]: threads, a barrier, shared memory) and a grid of
 //! threads that can meet at a barrier ([`Grid`]). The GPU implements them
 //! with PTX instructions (`nvptx`, GPU build only); the host tests implement
@@ -11,15 +11,15 @@
 pub mod nvptx;
 
 use crate::Real;
-use core::sync::atomic::{fence, AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// Lanes of a GPU warp.
 pub const LANES: usize = 32;
 
-/// The warps that a readiness count and what it publishes are shared
-/// with: those of the writer's thread block, or every warp of the launch.
-/// The narrower scope is the cheaper: its fences order memory within one
-/// SM, where the wider one waits for the whole GPU's memory system.
+/// The warps that a [`Tagged`] value is handed among: those of the
+/// writer's thread block, or every warp of the launch. Within a block the
+/// loads may be served by the SM's L1 cache; across the launch they go to
+/// the L2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     Block,
@@ -59,29 +59,55 @@ pub trait Warp {
     unsafe fn sync(&self);
     /// Called in each round of a spin-wait on another warp's progress.
     fn spin(&self) {}
-    /// `*counter`, read atomically at `scope` with no ordering (a
-    /// spin-wait's poll).
+    /// `*border`, each of its two words read atomically at `scope`, with
+    /// no ordering (see [`Tagged`]).
     ///
     /// # Safety
-    /// `counter` is valid and aligned.
-    unsafe fn load_relaxed(&self, _scope: Scope, counter: *const u32) -> u32 {
-        AtomicU32::from_ptr(counter as *mut u32).load(Ordering::Relaxed)
+    /// `border` is valid and 16-byte aligned.
+    unsafe fn load_tagged(&self, _scope: Scope, border: *const Tagged) -> Tagged {
+        let words = border as *const u64 as *mut u64;
+        [
+            AtomicU64::from_ptr(words).load(Ordering::Relaxed),
+            AtomicU64::from_ptr(words.add(1)).load(Ordering::Relaxed),
+        ]
     }
-    /// An acquire fence among the warps of `scope`: after a
-    /// relaxed load that read a value stored with release ordering, what
-    /// the writer stored before that store is visible. Polls are relaxed
-    /// and fenced once when they succeed because on the GPU every acquire
-    /// also invalidates the SM's L1 cache, which the other warps' loads
-    /// then miss.
-    fn fence_acquire(&self, _scope: Scope) {
-        fence(Ordering::Acquire)
-    }
-    /// `*counter = value` with release ordering among the warps of `scope`.
+    /// `*border = value`, each of its two words written atomically at
+    /// `scope`, with no ordering.
     ///
     /// # Safety
-    /// `counter` is valid and aligned.
-    unsafe fn store_release(&self, _scope: Scope, counter: *mut u32, value: u32) {
-        AtomicU32::from_ptr(counter).store(value, Ordering::Release)
+    /// `border` is valid and 16-byte aligned.
+    unsafe fn store_tagged(&self, _scope: Scope, border: *mut Tagged, value: Tagged) {
+        let words = border as *mut u64;
+        AtomicU64::from_ptr(words).store(value[0], Ordering::Relaxed);
+        AtomicU64::from_ptr(words.add(1)).store(value[1], Ordering::Relaxed);
+    }
+}
+
+/// A value handed from one warp to another while both run, with the
+/// writer's tag: each 32-bit half of the value's bits travels in a 64-bit
+/// word whose other half is the tag, and every word is stored and loaded
+/// atomically. A reader that finds its writer's tag in both words has that
+/// writer's value, whatever the order the words arrive in: no fence, no
+/// count to publish, and no invalidated L1 cache. Tags are never 0, the
+/// value of memory zeroed before the launch.
+pub type Tagged = [u64; 2];
+
+/// `value` tagged with `tag` (not 0).
+#[inline(always)]
+pub fn tagged<T: Real>(value: T, tag: u32) -> Tagged {
+    let bits = value.to_bits();
+    let tag = (tag as u64) << 32;
+    [tag | (bits & 0xffff_ffff), tag | (bits >> 32)]
+}
+
+/// The value of `words` if both carry `tag`.
+#[inline(always)]
+pub fn untagged<T: Real>(words: Tagged, tag: u32) -> Option<T> {
+    let tag = tag as u64;
+    if words[0] >> 32 == tag && words[1] >> 32 == tag {
+        Some(T::from_bits((words[0] & 0xffff_ffff) | (words[1] << 32)))
+    } else {
+        None
     }
 }
 

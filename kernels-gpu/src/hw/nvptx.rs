@@ -5,7 +5,7 @@
 //! for the drivers, whose own contract is "all lanes (threads) of the warp
 //! (block) make the same calls in the same order".
 
-use super::{generation_barrier, Grid, Scope, ThreadBlock, Warp, LANES};
+use super::{generation_barrier, Grid, Scope, Tagged, ThreadBlock, Warp, LANES};
 use crate::Real;
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _syncthreads, _thread_idx_x};
 use core::intrinsics::gpu::gpu_launch_sized_workgroup_mem;
@@ -169,40 +169,34 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
         bar_warp_sync(self.mask())
     }
 
-    /// `ld.relaxed.{cta,gpu}.global.u32`: requires `counter` to be a
-    /// 4-byte aligned address in global memory (the caller's contract).
+    /// `ld.relaxed.{cta,gpu}.global.v2.u64`: requires `border` to be a
+    /// 16-byte aligned address in global memory (the caller's contract);
+    /// each element of a vector access is a single-copy atomic access.
     #[inline(always)]
-    unsafe fn load_relaxed(&self, scope: Scope, counter: *const u32) -> u32 {
-        let value: u32;
+    unsafe fn load_tagged(&self, scope: Scope, border: *const Tagged) -> Tagged {
+        let (low, high): (u64, u64);
         scoped_asm!(
             scope,
             "ld.relaxed.",
-            ".global.u32 {value}, [{counter}];",
-            value = out(reg32) value,
-            counter = in(reg64) counter,
+            ".global.v2.u64 {{{low}, {high}}}, [{border}];",
+            low = out(reg64) low,
+            high = out(reg64) high,
+            border = in(reg64) border,
         );
-        value
+        [low, high]
     }
 
-    /// `fence.acq_rel.{cta,gpu}`: no operands, no precondition. Never the
-    /// default (system) scope of Rust's atomics, which makes every fence a
-    /// system-wide memory barrier, thousands of cycles.
+    /// `st.relaxed.{cta,gpu}.global.v2.u64`: requires `border` to be a
+    /// 16-byte aligned address in global memory (the caller's contract).
     #[inline(always)]
-    fn fence_acquire(&self, scope: Scope) {
-        // SAFETY: a fence has no precondition.
-        unsafe { scoped_asm!(scope, "fence.acq_rel.", ";",) }
-    }
-
-    /// `st.release.{cta,gpu}.global.u32`: requires `counter` to be a 4-byte
-    /// aligned address in global memory (the caller's contract).
-    #[inline(always)]
-    unsafe fn store_release(&self, scope: Scope, counter: *mut u32, value: u32) {
+    unsafe fn store_tagged(&self, scope: Scope, border: *mut Tagged, value: Tagged) {
         scoped_asm!(
             scope,
-            "st.release.",
-            ".global.u32 [{counter}], {value};",
-            counter = in(reg64) counter,
-            value = in(reg32) value,
+            "st.relaxed.",
+            ".global.v2.u64 [{border}], {{{low}, {high}}};",
+            border = in(reg64) border,
+            low = in(reg64) value[0],
+            high = in(reg64) value[1],
         );
     }
 

@@ -10,7 +10,7 @@ use crate::drivers::columns::skewed::skewed_pair;
 use crate::drivers::rows::{pair_value, RowPair};
 use crate::drivers::sheared_band::{band_in_warp, band_pair};
 use crate::drivers::stencil::{stencil_backward, stencil_value, Backward, GRADIENT_RINGS};
-use crate::hw::{Scope, ThreadBlock, Warp};
+use crate::hw::{Scope, Tagged, ThreadBlock, Warp};
 use crate::{Differentiable, Real, Recurrence, SetRef};
 use core::mem::{size_of, MaybeUninit};
 use core::ptr::null_mut;
@@ -237,12 +237,9 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
         let a = self.a.series_of::<UNIVARIATE>(i);
         let b = self.b.series_of::<UNIVARIATE>(j);
         let base = self.border_of(index);
-        let panels = b.len.div_ceil(W::LANES * S);
-        let counts = base.cast::<u32>();
         let handoff = PanelHandoff {
-            ready: counts,
-            next_panel: counts.add(panels),
-            borders: base.add(count_values::<T>(panels)),
+            next_panel: base.cast::<u32>(),
+            borders: base.cast::<u8>().add(PANEL_COUNT_BYTES).cast::<Tagged>(),
             last_row: null_mut(),
         };
         let value =
@@ -282,17 +279,16 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
     }
 }
 
-/// Values of `T` that hold a pipelined pair's `panels + 1` counts.
-#[inline(always)]
-fn count_values<T>(panels: usize) -> usize {
-    ((panels + 1) * size_of::<u32>()).div_ceil(size_of::<T>())
-}
+/// Bytes before a `panels` kernel's pair's border columns: its count of
+/// panels taken, padded to the borders' alignment.
+const PANEL_COUNT_BYTES: usize = size_of::<Tagged>();
 
-/// The workspace of a `panels` kernel's pair of `a_len x b_len` with panels
-/// of `panel_columns` columns, in values of `T`: the panel counts, then
-/// two border columns of `a_len + 1`.
-pub fn panel_workspace<T>(a_len: usize, b_len: usize, panel_columns: usize) -> usize {
-    count_values::<T>(b_len.div_ceil(panel_columns)) + 2 * (a_len + 1)
+/// The workspace of a `panels` kernel's pair of `a_len x b_len`, in values
+/// of `T`: the count of panels taken, then two border columns of `a_len +
+/// 1` tagged values. A multiple of 16 bytes, so that every pair's borders
+/// stay 16-byte aligned.
+pub fn panel_workspace<T>(a_len: usize) -> usize {
+    (PANEL_COUNT_BYTES + 2 * (a_len + 1) * size_of::<Tagged>()) / size_of::<T>()
 }
 
 /// What the gradient and alignment kernels read and write besides the

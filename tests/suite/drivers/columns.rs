@@ -16,7 +16,7 @@ use timewarp_kernels::drivers::columns::long_pair::{
 use timewarp_kernels::drivers::columns::pair::warp_pair;
 use timewarp_kernels::drivers::columns::skewed::skewed_pair;
 use timewarp_kernels::drivers::sheared_band::{band_in_warp, band_pair};
-use timewarp_kernels::hw::Scope;
+use timewarp_kernels::hw::{Scope, Tagged};
 use timewarp_kernels::launch::pairs::{panel_workspace, PairsLaunch};
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Recurrence, Series, SetRef, Window};
@@ -107,15 +107,12 @@ fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
     warps: usize,
 ) -> f64 {
     let (a, b) = pair.series();
-    let bands = b.len.div_ceil(N * S);
-    let mut borders = vec![f64::NAN; 2 * (a.len + 1)];
-    let mut flags = vec![0u32; bands + 1];
+    let mut borders: Vec<Tagged> = vec![[0; 2]; 2 * (a.len + 1)];
+    let mut next_panel = 0u32;
     let mut last_row = vec![f64::NAN; b.len + 1];
     let pipeline = PanelHandoff {
         borders: borders.as_mut_ptr(),
-        ready: flags.as_mut_ptr(),
-        // SAFETY: `flags` has bands + 1 entries.
-        next_panel: unsafe { flags.as_mut_ptr().add(bands) },
+        next_panel: &mut next_panel,
         last_row: last_row.as_mut_ptr(),
     };
     let shared = Shared((a, b, pipeline));
@@ -445,7 +442,7 @@ fn panels_launched<M: Recurrence<f64> + Sync + Copy, const N: usize, const S: us
     let (a, b) = pair.series();
     let offsets = [[0u64, a.len as u64], [0, b.len as u64]];
     let mut out = [f64::NAN];
-    let mut workspace = vec![0.0f64; panel_workspace::<f64>(a.len, b.len, N * S)];
+    let mut workspace = vec![0.0f64; panel_workspace::<f64>(a.len)];
     let launch = Shared(one_pair_launch(
         measure,
         (&a, &b),

@@ -13,7 +13,7 @@ use timewarp::{
     CpuLastColumn, DtwPair, LastColumn, Pass, PassSeries, PathPair, SubPair, Twed, TwedPair,
 };
 use timewarp_kernels::drivers::columns::long_pair::{pipelined_pair, PanelHandoff};
-use timewarp_kernels::hw::Scope;
+use timewarp_kernels::hw::{Scope, Tagged};
 use timewarp_kernels::{Recurrence, Series};
 
 /// Samples `range` of series `which` of the pass series, as the kernels
@@ -48,15 +48,12 @@ fn emulated_column<P: Recurrence<f64> + Copy + Sync>(
         view(series, y, pass.cols.clone()),
         view(series, x, pass.rows.clone()),
     );
-    let panels = b.len.div_ceil(4 * 2);
-    let mut borders = vec![f64::NAN; 2 * (a.len + 1)];
-    let mut flags = vec![0u32; panels + 1];
+    let mut borders: Vec<Tagged> = vec![[0; 2]; 2 * (a.len + 1)];
+    let mut next_panel = 0u32;
     let mut last_row = vec![f64::NAN; b.len + 1];
     let handoff = PanelHandoff {
         borders: borders.as_mut_ptr(),
-        ready: flags.as_mut_ptr(),
-        // SAFETY: `flags` has panels + 1 entries.
-        next_panel: unsafe { flags.as_mut_ptr().add(panels) },
+        next_panel: &mut next_panel,
         last_row: last_row.as_mut_ptr(),
     };
     let params = series.params();

@@ -3,8 +3,8 @@
 //! compute at once, each right behind the panel to its left.
 
 use super::pair::{panel_corner, panel_region};
-use super::{wait_for, warp_region, Region};
-use crate::hw::{broadcast_u32, Scope, Warp};
+use super::{settle, warp_region, Region};
+use crate::hw::{broadcast_u32, Scope, Tagged, Warp};
 use crate::{Real, Recurrence, Series};
 use core::ptr::{null, null_mut};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -86,9 +86,7 @@ pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         left_end: usize::MAX,
         bottom: grid.rows,
         right: if last_col { null_mut() } else { grid.cols },
-        left_ready: null(),
-        right_ready: null_mut(),
-        ready_scope: Scope::Launch,
+        ..Region::top_left(1, 1)
     };
     let value = warp_region::<T, M, W, S>(warp, measure, a, b, &region);
     if warp.lane() == 0 {
@@ -99,15 +97,15 @@ pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
 
 /// What the warps of a pipelined long pair share (see [`pipelined_pair`]),
 /// in device memory, zeroed before the launch: `borders` holds two columns
-/// of `a.len + 1` values, `ready` one count per panel, `next_panel` one.
-/// `last_row`, if not null (`b.len + 1` values), receives the matrix's last
-/// row: cell `(a.len, j)` at index `j` for every column `j` whose panel
-/// reaches that row (the alignment paths' divide and conquer reads it).
+/// of `a.len + 1` tagged values (16-byte aligned), `next_panel` the count
+/// of panels taken. `last_row`, if not null (`b.len + 1` values), receives
+/// the matrix's last row: cell `(a.len, j)` at index `j` for every column
+/// `j` whose panel reaches that row (the alignment paths' divide and
+/// conquer reads it).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PanelHandoff<T> {
-    pub borders: *mut T,
-    pub ready: *mut u32,
+    pub borders: *mut Tagged,
     pub next_panel: *mut u32,
     pub last_row: *mut T,
 }
@@ -117,13 +115,15 @@ pub struct PanelHandoff<T> {
 /// warp takes the next panel (an atomic counter, so every panel a warp
 /// waits for belongs to a warp that is already running), and runs right
 /// behind the warp of the panel to its left, reading that panel's right
-/// column as it is written, a few rows at a time, through a readiness
-/// count. Panels alternate between two border columns: panel `k + 2`
-/// overwrites a row of panel `k`'s border only after panel `k + 1` has
-/// passed that row, hence read it. Memory is linear in the lengths, and
-/// one launch does the whole pair. Returns the pair's value from the warp
-/// that did the last panel, `None` from the others. `scope` holds every
-/// warp that takes the pair's panels: one block's, or the launch's.
+/// column as it is written, a few rows at a time: panel `k` tags its
+/// values `k + 1` ([`Tagged`]), and a follower waits for a row until it
+/// carries its leader's tag. Panels alternate between two border columns:
+/// panel `k + 2` overwrites a row of panel `k`'s border only after panel
+/// `k + 1` has passed that row, hence read it. Memory is linear in the
+/// lengths, and one launch does the whole pair. Returns the pair's value
+/// from the warp that did the last panel, `None` from the others. `scope`
+/// holds every warp that takes the pair's panels: one block's, or the
+/// launch's.
 ///
 /// # Safety
 /// As [`warp_region`]; `handoff` is valid, zeroed (but `last_row`), and not
@@ -140,6 +140,8 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
     let width = W::LANES * S;
     let panels = b.len.div_ceil(width);
     let border = |panel: usize| handoff.borders.add((panel % 2) * (a.len + 1));
+    // Panel `k`'s tag: never 0, the zeroed border's.
+    let tag = |panel: usize| panel as u32 + 1;
     let mut value = None;
     loop {
         let taken = if warp.lane() == 0 {
@@ -164,25 +166,19 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
             region.corner
         } else {
             // The corner is a row of the left panel's border: wait for it.
-            let ready = handoff.ready.add(panel - 1);
-            wait_for(warp, scope, ready, region.row0.min(left_end));
-            panel_corner(measure, a, b, &region, border(panel - 1))
+            panel_corner(measure, a, b, &region, |i| {
+                let cell = border(panel - 1).add(i);
+                let words = warp.load_tagged(scope, cell);
+                settle(warp, scope, cell, words, tag(panel - 1))
+            })
         };
         let region = Region {
             corner,
-            left: if first { null() } else { border(panel - 1) },
-            left_ready: if first {
-                null()
-            } else {
-                handoff.ready.add(panel - 1)
-            },
-            right: if last { null_mut() } else { border(panel) },
-            right_ready: if last {
-                null_mut()
-            } else {
-                handoff.ready.add(panel)
-            },
-            ready_scope: scope,
+            left_tagged: if first { null() } else { border(panel - 1) },
+            left_tag: tag(panel.wrapping_sub(1)),
+            right_tagged: if last { null_mut() } else { border(panel) },
+            right_tag: tag(panel),
+            scope,
             bottom: if region.row0 + region.rows == a.len {
                 handoff.last_row
             } else {

@@ -24,7 +24,7 @@ pub mod pair;
 pub mod skewed;
 
 use super::stripe_cell;
-use crate::hw::{Scope, Warp};
+use crate::hw::{tagged, untagged, Scope, Tagged, Warp};
 use crate::series::specialised;
 use crate::{Neighbours, Real, Recurrence, Series, Window};
 use core::array::from_fn;
@@ -59,18 +59,21 @@ pub struct Region<T> {
     /// the region's rows. Needs `cols == lanes * S`. May be `left`: each row
     /// is read long before it is written.
     pub right: *mut T,
-    /// If not null, the left border is being written while this region runs:
-    /// its rows up to `*left_ready` (a row number of the matrix) are
-    /// complete. The region waits for each chunk of rows before it reads
-    /// them.
-    pub left_ready: *const u32,
-    /// If not null, after every few rows (and the last) of the right border
-    /// are written, the matrix row of the last one written is stored here
-    /// (with release ordering) for the region to the right.
-    pub right_ready: *mut u32,
-    /// The warps that share `left_ready` and `right_ready`: those of one
-    /// block, or of the whole launch.
-    pub ready_scope: Scope,
+    /// If not null, the left border is being written while this region
+    /// runs, by the warp to its left: `left_tagged[i]` is cell `(i, col0)`
+    /// tagged `left_tag` ([`Tagged`]), for the rows up to `left_end`. The
+    /// region waits for each value's tag before it uses it. `left` is then
+    /// null.
+    pub left_tagged: *const Tagged,
+    pub left_tag: u32,
+    /// If not null, cell `(i, col0 + cols)` is written to `right_tagged[i]`
+    /// tagged `right_tag` for the region to the right, which runs
+    /// meanwhile. Needs `cols == lanes * S`; `right` is then null.
+    pub right_tagged: *mut Tagged,
+    pub right_tag: u32,
+    /// The warps that share the tagged borders: those of one block, or of
+    /// the whole launch.
+    pub scope: Scope,
 }
 
 impl<T: Real> Region<T> {
@@ -89,9 +92,11 @@ impl<T: Real> Region<T> {
             left_end: usize::MAX,
             bottom: null_mut(),
             right: null_mut(),
-            left_ready: null(),
-            right_ready: null_mut(),
-            ready_scope: Scope::Launch,
+            left_tagged: null(),
+            left_tag: 0,
+            right_tagged: null_mut(),
+            right_tag: 0,
+            scope: Scope::Launch,
         }
     }
 }
@@ -140,10 +145,10 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         }
     };
     // A left border being written while this region runs comes in chunks
-    // of `ready_rows` rows (the rows the warp to the left publishes at a
-    // time), so that this warp runs close behind it; a finished one in
-    // chunks of a row a lane. Either way one chunk ahead, to hide the loads.
-    let following = !region.left_ready.is_null();
+    // of `handoff_rows` rows, so that this warp runs close behind the warp
+    // writing it; a finished one in chunks of a row a lane. Either way one
+    // chunk ahead, to hide the loads.
+    let following = !region.left_tagged.is_null();
     let window = measure.window();
     let mut wave = Wavefront::<T, M, W, S> {
         warp,
@@ -165,28 +170,25 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
             top(clamp(first - 1))
         },
         next_row: measure.row(a, region.row0 + 1),
-        has_left: !region.left.is_null(),
+        has_left: !region.left.is_null() || following,
         following,
         chunk_len: if following {
-            ready_rows::<W>(region.ready_scope) as u32
+            handoff_rows::<W>() as u32
         } else {
             W::LANES as u32
         },
         chunk: T::INFINITY,
-        next_chunk: T::INFINITY,
-        ready_acquired: 0,
-        ready_polled: 0,
+        next_chunk: [0; 2],
     };
     if wave.has_left {
-        wave.chunk = wave.left_chunk(0);
-        wave.next_chunk = wave.left_chunk(wave.chunk_len);
+        wave.chunk = wave.settle_left(wave.fetch_left(0), 0);
+        wave.next_chunk = wave.fetch_left(wave.chunk_len);
     }
 
-    match (window.is_banded(), !region.right_ready.is_null()) {
-        (true, true) => wave.sweep::<true, true>(lanes_used),
-        (true, false) => wave.sweep::<true, false>(lanes_used),
-        (false, true) => wave.sweep::<false, true>(lanes_used),
-        (false, false) => wave.sweep::<false, false>(lanes_used),
+    if window.is_banded() {
+        wave.sweep::<true>(lanes_used);
+    } else {
+        wave.sweep::<false>(lanes_used);
     }
 
     let cells = wave.cells;
@@ -200,42 +202,40 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
     stripe_cell(warp, &cells, region.cols - 1)
 }
 
-/// Rows a warp publishes at a time to the warp following it (see
-/// [`Region::right_ready`]), and the rows the follower reads at a time: few,
-/// so the follower can run close behind (it trails by the wavefront's skew
-/// of `lanes - 1` rows plus about two of these), enough that the release
-/// and acquire fences stay cheap. Fences among the warps of a launch wait
-/// for the whole GPU's memory and are spaced twice as far as those of one
-/// block.
+/// Rows of a left border being written meanwhile that a warp fetches at a
+/// time, a chunk ahead: few, so that the warp can run close behind the
+/// writer (it trails by the wavefront's skew of `lanes - 1` rows plus about
+/// two of these), enough to hide the loads' latency.
 #[inline(always)]
-const fn ready_rows<W: Warp>(scope: Scope) -> usize {
-    let wanted = match scope {
-        Scope::Block => 8,
-        Scope::Launch => 16,
-    };
-    if W::LANES < wanted {
+const fn handoff_rows<W: Warp>() -> usize {
+    if W::LANES < 8 {
         W::LANES
     } else {
-        wanted
+        8
     }
 }
 
-/// Waits until `*ready >= rows` (another warp's progress, shared at
-/// `scope`), then acquires what it published; returns the count it saw.
+/// The value at `border` once it carries `tag`: loads it again (and again)
+/// while the writer has not got there, starting from `words`, already
+/// loaded.
+///
+/// # Safety
+/// `border` is valid and 16-byte aligned; its writer runs meanwhile, or is
+/// done.
 #[inline(always)]
-pub(super) unsafe fn wait_for<W: Warp>(
+pub(super) unsafe fn settle<T: Real, W: Warp>(
     warp: &W,
     scope: Scope,
-    ready: *const u32,
-    rows: usize,
-) -> u32 {
+    border: *const Tagged,
+    mut words: Tagged,
+    tag: u32,
+) -> T {
     loop {
-        let seen = warp.load_relaxed(scope, ready);
-        if seen as usize >= rows {
-            warp.fence_acquire(scope);
-            return seen;
+        if let Some(value) = untagged(words, tag) {
+            return value;
         }
         warp.spin();
+        words = warp.load_tagged(scope, border);
     }
 }
 
@@ -267,51 +267,57 @@ struct Wavefront<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> {
     diag: T,
     /// The row the lane computes next.
     next_row: M::Row,
-    /// Lane 0's left border: the current chunk (one row a lane), the next.
+    /// Lane 0's left border: the current chunk (one row a lane), and the
+    /// next as fetched (a finished border's value in the first word; a
+    /// border being written, its tagged words, settled when the chunk is
+    /// used).
     has_left: bool,
     following: bool,
     chunk_len: u32,
     chunk: T,
-    next_chunk: T,
-    /// A followed border's count of published rows: the last one acquired,
-    /// and the one read (relaxed) when the last chunk was fetched, which
-    /// has arrived by the next chunk.
-    ready_acquired: u32,
-    ready_polled: u32,
+    next_chunk: Tagged,
 }
 
 impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M, W, S> {
-    /// Rows `r .. r + chunk_len` (counted from 0) of the left border, one a
-    /// lane: cell `(row0 + 1 + r + lane, col0)`, infinite past the region.
-    /// A border being written while this region runs is waited for first:
-    /// usually the count read a chunk earlier shows its rows published
-    /// already (the warp to the left runs ahead), and acquiring them costs
-    /// a fence but no wait for a read; the count for the next chunk is read
-    /// now, to be used then.
+    /// Whether this lane holds a row of the left border in the chunk of
+    /// rows `r ..` (counted from 0), and its row of the matrix.
     #[inline(always)]
-    unsafe fn left_chunk(&mut self, r: u32) -> T {
+    fn left_row(&self, r: u32) -> Option<usize> {
+        let row = r + self.lane;
+        (self.lane < self.chunk_len && row < self.left_rows)
+            .then(|| self.region.row0 + 1 + row as usize)
+    }
+
+    /// Fetches rows `r .. r + chunk_len` (counted from 0) of the left
+    /// border, one a lane: cell `(row0 + 1 + r + lane, col0)`, infinite past
+    /// the region. A border being written meanwhile gives its tagged words
+    /// as loaded, which [`Self::settle_left`] checks when they are used.
+    #[inline(always)]
+    unsafe fn fetch_left(&self, r: u32) -> Tagged {
         let region = self.region;
-        // No wait where the border has no rows for this region: its writer
-        // never publishes them.
-        if self.following && self.left_rows > 0 {
-            let needed = region.row0 + (r + self.chunk_len).min(self.left_rows) as usize;
-            if (self.ready_acquired as usize) < needed {
-                self.ready_acquired = if self.ready_polled as usize >= needed {
-                    // Acquires what was published before the count read.
-                    self.warp.fence_acquire(region.ready_scope);
-                    self.ready_polled
-                } else {
-                    wait_for(self.warp, region.ready_scope, region.left_ready, needed)
-                };
-            }
-            self.ready_polled = self
+        match self.left_row(r) {
+            Some(i) if self.following => self
                 .warp
-                .load_relaxed(region.ready_scope, region.left_ready);
+                .load_tagged(region.scope, region.left_tagged.add(i)),
+            Some(i) => [(*region.left.add(i)).to_bits(), 0],
+            None => [T::INFINITY.to_bits(), 0],
         }
-        if self.has_left && self.lane < self.chunk_len && r + self.lane < self.left_rows {
-            *region.left.add(region.row0 + 1 + (r + self.lane) as usize)
-        } else {
-            T::INFINITY
+    }
+
+    /// The chunk of rows `r ..` that [`Self::fetch_left`] fetched, once
+    /// every lane's value carries the writer's tag.
+    #[inline(always)]
+    unsafe fn settle_left(&self, fetched: Tagged, r: u32) -> T {
+        let region = self.region;
+        match self.left_row(r) {
+            Some(i) if self.following => settle(
+                self.warp,
+                region.scope,
+                region.left_tagged.add(i),
+                fetched,
+                region.left_tag,
+            ),
+            _ => T::from_bits(fetched[0]),
         }
     }
 
@@ -320,36 +326,29 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
     /// lanes_used - 1`) and drains (`t >= rows`) some lanes have no row; in
     /// between every working lane has one, and the steps skip the test.
     /// `BANDED` is the measure's `banded()`, a constant so that an unbanded
-    /// measure's steps carry no band test; `PUBLISHES` whether the region
-    /// publishes its right border's progress (`Region::right_ready`).
+    /// measure's steps carry no band test.
     #[inline(always)]
-    unsafe fn sweep<const BANDED: bool, const PUBLISHES: bool>(&mut self, lanes_used: u32) {
+    unsafe fn sweep<const BANDED: bool>(&mut self, lanes_used: u32) {
         let rows = self.rows;
         let steps = rows + lanes_used - 1;
         let full_from = (lanes_used - 1).min(rows);
-        // Between publications the steps run in blocks: a publication in
-        // every step, even predicated off, would wait there for the
-        // border's stores.
-        let block = if PUBLISHES {
-            ready_rows::<W>(self.region.ready_scope) as u32
-        } else {
-            rows
-        };
         // One copy of the checked step serves both the fill and the drain.
         let mut t = 0;
         while t < steps {
             if t == full_from {
+                // For cheap cells, two steps an iteration: each step's new
+                // cells take other registers than the ones they replace
+                // (the next cell still reads the old as its diagonal), and
+                // a second step moves them back in place of the moves a
+                // loop would need.
+                while M::CHEAP_CELL && t + 1 < rows {
+                    self.step::<false, BANDED>(t);
+                    self.step::<false, BANDED>(t + 1);
+                    t += 2;
+                }
                 while t < rows {
-                    let end = if PUBLISHES {
-                        (t + block).min(rows)
-                    } else {
-                        rows
-                    };
-                    self.full_steps::<BANDED>(t, end);
-                    t = end;
-                    if PUBLISHES {
-                        self.publish(t);
-                    }
+                    self.step::<false, BANDED>(t);
+                    t += 1;
                 }
                 if t == steps {
                     break;
@@ -357,51 +356,6 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             }
             self.step::<true, BANDED>(t);
             t += 1;
-            if PUBLISHES && (t % block == 0 || t == steps) {
-                self.publish(t);
-            }
-        }
-    }
-
-    /// Steps `t..end`, where every working lane has a row.
-    #[inline(always)]
-    unsafe fn full_steps<const BANDED: bool>(&mut self, mut t: u32, end: u32) {
-        // For cheap cells, two steps an iteration: each step's new cells
-        // take other registers than the ones they replace (the next cell
-        // still reads the old as its diagonal), and a second step moves
-        // them back in place of the moves a loop would need.
-        while M::CHEAP_CELL && t + 1 < end {
-            self.step::<false, BANDED>(t);
-            self.step::<false, BANDED>(t + 1);
-            t += 2;
-        }
-        while t < end {
-            self.step::<false, BANDED>(t);
-            t += 1;
-        }
-    }
-
-    /// Once steps `..t` are done, tells the region to the right how many
-    /// rows of the right border the last lane has written: it has a row at
-    /// step `lanes - 1` and each step after, as every lane works in a region
-    /// with a right border. Every lane calls it at the same steps, and only
-    /// for a region with `Region::right_ready`.
-    #[inline(always)]
-    unsafe fn publish(&self, t: u32) {
-        let region = self.region;
-        let skew = W::LANES as u32 - 1;
-        if t <= skew {
-            return;
-        }
-        if self.lane == skew {
-            let written = (t - skew).min(self.rows);
-            // Release: the rows stored before are visible to whoever reads
-            // this count with acquire ordering.
-            self.warp.store_release(
-                region.ready_scope,
-                region.right_ready,
-                (region.row0 + written as usize) as u32,
-            );
         }
     }
 
@@ -417,8 +371,8 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             let in_chunk = t & (self.chunk_len - 1);
             let border = warp.broadcast(self.chunk, in_chunk as usize);
             if in_chunk == self.chunk_len - 1 {
-                self.chunk = self.next_chunk;
-                self.next_chunk = self.left_chunk(t + 1 + self.chunk_len);
+                self.chunk = self.settle_left(self.next_chunk, t + 1);
+                self.next_chunk = self.fetch_left(t + 1 + self.chunk_len);
             }
             border
         } else {
@@ -469,8 +423,14 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             |k| !BANDED || offset.wrapping_add(k as u32) <= span,
         );
         self.diag = left;
-        if !region.right.is_null() && self.lane as usize == W::LANES - 1 {
-            *region.right.add(i) = self.cells[S - 1];
+        if self.lane as usize == W::LANES - 1 {
+            let value = self.cells[S - 1];
+            if !region.right.is_null() {
+                *region.right.add(i) = value;
+            } else if !region.right_tagged.is_null() {
+                let border = region.right_tagged.add(i);
+                warp.store_tagged(region.scope, border, tagged(value, region.right_tag));
+            }
         }
     }
 }

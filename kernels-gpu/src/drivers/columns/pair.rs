@@ -27,7 +27,7 @@ pub unsafe fn warp_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         let region = panel_region(measure, a, b, panel, width, left_end);
         let corner = match panel {
             0 => region.corner,
-            _ => panel_corner(measure, a, b, &region, border),
+            _ => panel_corner(measure, a, b, &region, |i| *border.add(i)),
         };
         let region = Region {
             corner,
@@ -80,25 +80,27 @@ pub(super) fn panel_region<T: Real, M: Recurrence<T>>(
 }
 
 /// Cell `(row0, col0)` of a panel's region: from the border the panel to
-/// its left wrote, if the window allows it; infinite otherwise (and on the
-/// matrix's top row), where the border holds no value of this pair.
+/// its left wrote (`read(i)` gives its row `i`), if the window allows it;
+/// infinite otherwise (and on the matrix's top row), where the border holds
+/// no value of this pair.
 ///
 /// # Safety
-/// `border` holds the left panel's column for its rows, which are done.
+/// `read` may be called with the row `row0` of the left panel, which has
+/// that row.
 #[inline(always)]
 pub(super) unsafe fn panel_corner<T: Real, M: Recurrence<T>>(
     measure: &M,
     a: &Series<T>,
     b: &Series<T>,
     region: &Region<T>,
-    border: *const T,
+    read: impl FnOnce(usize) -> T,
 ) -> T {
     if region.row0 == 0 {
         return T::INFINITY;
     }
     let (lo, hi) = measure.window().columns(region.row0, a.len, b.len);
     if (lo..=hi).contains(&region.col0) && region.row0 <= region.left_end {
-        *border.add(region.row0)
+        read(region.row0)
     } else {
         T::INFINITY
     }
