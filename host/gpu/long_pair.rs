@@ -113,6 +113,25 @@ impl<T: Float> PipelinedRun<T> {
     }
 }
 
+/// The stripe of the tiled kernels of `driver` for `m` columns
+/// ([`tiled_stripe`]), the warps an SM holds of each (a warp a block) from
+/// the occupancy API.
+fn stripe_for<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    m: usize,
+    univariate: bool,
+    driver: impl Fn(u32) -> Driver,
+) -> Result<usize> {
+    tiled_stripe(P::MEASURE, m, |stripe| {
+        let id = KernelId::new(P::MEASURE, driver(stripe as u32), univariate, T::PRECISION);
+        let blocks = gpu
+            .function(id)?
+            .occupancy_max_active_blocks_per_multiprocessor(LANES as u32, 0, None)
+            .map_err(gpu_error)?;
+        Ok(blocks as usize)
+    })
+}
+
 /// Queues the pipelined kernel on `stream` for the single series of `a`
 /// (`n` samples) against that of `b` (`m`), writing the matrix's last row
 /// to `last_row` (device memory of `m + 1` values, index `j` being cell
@@ -127,7 +146,8 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
     last_row: *mut T,
 ) -> Result<PipelinedRun<T>> {
     debug_assert!(a.count == 1 && b.count == 1);
-    let stripe = tiled_stripe(P::MEASURE, m);
+    let tiled = |stripe| Driver::Tiled { stripe };
+    let stripe = stripe_for::<T, P>(gpu, m, a.dims == 1, tiled)?;
     let panels = m.div_ceil(LANES * stripe);
     let driver = Driver::Tiled {
         stripe: stripe as u32,
@@ -182,7 +202,8 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
     budget: usize,
 ) -> Result<T> {
     let (n, m) = (a.max_len(), b.max_len());
-    let stripe = tiled_stripe(P::MEASURE, m);
+    let tiled = |stripe| Driver::TiledLaunches { stripe };
+    let stripe = stripe_for::<T, P>(gpu, m, a.dims() == 1, tiled)?;
     let tile_rows = tile_rows(stripe);
     let (tiles_down, tiles_across) = tile_counts(n, m, tile_rows, LANES * stripe);
     let borders = (n + m + 2 + tiles_down) * size_of::<T>();

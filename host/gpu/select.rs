@@ -472,17 +472,39 @@ fn tiled_stripes(measure: Measure) -> Vec<usize> {
     stripes
 }
 
-/// The tiled kernels' stripe for `columns` columns: the widest that still
-/// gives [`TILED_MIN_PANELS`] panels or tiles side by side, else the
-/// narrowest.
-pub(crate) fn tiled_stripe(measure: Measure, columns: usize) -> usize {
+/// The tiled kernels' stripe for `columns` columns. Among the stripes that
+/// give at least [`TILED_MIN_PANELS`] panels (else the narrowest), the one
+/// with the most `warps * sqrt(stripe)`, `warps` being how many warps of
+/// that stripe's kernel an SM holds (`resident_warps`, asked only when
+/// there is a choice: the kernels' registers decide it, known once the
+/// driver has compiled them). A lane's stripe is one dependent chain a
+/// step, so a wider stripe hides less latency than as many more warps
+/// would; ties go to the narrower. `docs/benchmarks.md` (ninth session)
+/// has the measurements behind the weight.
+pub(crate) fn tiled_stripe(
+    measure: Measure,
+    columns: usize,
+    mut resident_warps: impl FnMut(usize) -> Result<usize>,
+) -> Result<usize> {
     let stripes = tiled_stripes(measure);
-    stripes
+    let candidates: Vec<usize> = stripes
         .iter()
-        .rev()
         .copied()
-        .find(|&s| columns / (LANES * s) >= TILED_MIN_PANELS)
-        .unwrap_or(stripes[0])
+        .filter(|&s| columns / (LANES * s) >= TILED_MIN_PANELS)
+        .collect();
+    if candidates.len() < 2 {
+        return Ok(candidates.first().copied().unwrap_or(stripes[0]));
+    }
+    let mut best = (0, 0);
+    for stripe in candidates {
+        // warps^2 * stripe orders as warps * sqrt(stripe), in integers.
+        let warps = resident_warps(stripe)?;
+        let score = warps * warps * stripe;
+        if score > best.1 {
+            best = (stripe, score);
+        }
+    }
+    Ok(best.0)
 }
 
 /// Rows of a tile of the per-anti-diagonal kernel with `stripe` columns per

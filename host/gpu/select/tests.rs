@@ -150,10 +150,35 @@ fn default_variants() {
 
 #[test]
 fn tiled_shapes() {
-    assert_eq!(tiled_stripe(Measure::Twed, 65_536), 4);
-    assert_eq!(tiled_stripe(Measure::Twed, 1 << 20), 8);
-    assert_eq!(tiled_stripe(Measure::Dtw, 1 << 20), 16);
-    assert_eq!(tiled_stripe(Measure::SoftDtw, 1 << 20), 4);
+    // The warps an SM held of each kernel on an H200 (ncu's register
+    // limit, ninth session): (stripe, f32, f64).
+    let held = |measure| match measure {
+        Measure::Twed => [(4, 20, 16), (8, 16, 8)],
+        _ => [(4, 24, 20), (16, 16, 12)],
+    };
+    let stripe = |measure, columns, f64: bool| {
+        let mut asked = Vec::new();
+        let chosen = tiled_stripe(measure, columns, |s| {
+            asked.push(s);
+            let &(_, f32_warps, f64_warps) = held(measure).iter().find(|h| h.0 == s).unwrap();
+            Ok(if f64 { f64_warps } else { f32_warps })
+        })
+        .unwrap();
+        (chosen, asked.len())
+    };
+    // Too few columns for two stripes' panels: no kernel is asked about.
+    assert_eq!(stripe(Measure::Twed, 65_536, true), (4, 0));
+    assert_eq!(stripe(Measure::Twed, 1000, false), (4, 0));
+    assert_eq!(stripe(Measure::Dtw, 200_000, false), (4, 0));
+    assert_eq!(stripe(Measure::SoftDtw, 1 << 20, true), (4, 0));
+    // Both give enough panels: the registers decide.
+    assert_eq!(stripe(Measure::Twed, 1 << 20, true), (4, 2));
+    assert_eq!(stripe(Measure::Twed, 1 << 20, false), (8, 2));
+    assert_eq!(stripe(Measure::Dtw, 1 << 20, true), (16, 2));
+    assert_eq!(stripe(Measure::Dtw, 1 << 20, false), (16, 2));
+    // A failing query is the caller's error.
+    let failed = tiled_stripe(Measure::Twed, 1 << 20, |_| Err(Error::Gpu("no".into())));
+    assert!(failed.is_err());
     assert_eq!(local_max_len(), 1024);
     assert_eq!(
         local_kernel(Measure::Dtw, Precision::F64, 300)
