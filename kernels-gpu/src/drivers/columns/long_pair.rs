@@ -175,7 +175,8 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
         let region = Region {
             corner,
             left_tagged: if first { null() } else { border(panel - 1) },
-            left_tag: tag(panel.wrapping_sub(1)),
+            // Panel 0 has no left border: its tag is never read.
+            left_tag: if first { 0 } else { tag(panel - 1) },
             right_tagged: if last { null_mut() } else { border(panel) },
             right_tag: tag(panel),
             scope,
