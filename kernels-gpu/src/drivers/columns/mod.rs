@@ -178,11 +178,13 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
             W::LANES as u32
         },
         chunk: T::INFINITY,
-        next_chunk: [0; 2],
+        next_value: T::INFINITY,
+        next_tagged: [0; 2],
     };
     if wave.has_left {
-        wave.chunk = wave.settle_left(wave.fetch_left(0), 0);
-        wave.next_chunk = wave.fetch_left(wave.chunk_len);
+        wave.fetch_left(0);
+        wave.chunk = wave.settled_left(0);
+        wave.fetch_left(wave.chunk_len);
     }
 
     if window.is_banded() {
@@ -268,14 +270,16 @@ struct Wavefront<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> {
     /// The row the lane computes next.
     next_row: M::Row,
     /// Lane 0's left border: the current chunk (one row a lane), and the
-    /// next as fetched (a finished border's value in the first word; a
-    /// border being written, its tagged words, settled when the chunk is
-    /// used).
+    /// next as fetched: a finished border's value, or a border being
+    /// written, its tagged words, settled when the chunk is used. Apart, so
+    /// that kernels that never follow carry a value, not tagged words, from
+    /// chunk to chunk.
     has_left: bool,
     following: bool,
     chunk_len: u32,
     chunk: T,
-    next_chunk: Tagged,
+    next_value: T,
+    next_tagged: Tagged,
 }
 
 impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M, W, S> {
@@ -289,35 +293,39 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
     }
 
     /// Fetches rows `r .. r + chunk_len` (counted from 0) of the left
-    /// border, one a lane: cell `(row0 + 1 + r + lane, col0)`, infinite past
-    /// the region. A border being written meanwhile gives its tagged words
-    /// as loaded, which [`Self::settle_left`] checks when they are used.
+    /// border, one a lane: cell `(row0 + 1 + r + lane, col0)`. A border being
+    /// written meanwhile gives its tagged words as loaded, which
+    /// [`Self::settled_left`] checks when they are used.
     #[inline(always)]
-    unsafe fn fetch_left(&self, r: u32) -> Tagged {
+    unsafe fn fetch_left(&mut self, r: u32) {
         let region = self.region;
         match self.left_row(r) {
-            Some(i) if self.following => self
-                .warp
-                .load_tagged(region.scope, region.left_tagged.add(i)),
-            Some(i) => [(*region.left.add(i)).to_bits(), 0],
-            None => [T::INFINITY.to_bits(), 0],
+            Some(i) if self.following => {
+                self.next_tagged = self
+                    .warp
+                    .load_tagged(region.scope, region.left_tagged.add(i))
+            }
+            Some(i) => self.next_value = *region.left.add(i),
+            None => {}
         }
     }
 
-    /// The chunk of rows `r ..` that [`Self::fetch_left`] fetched, once
-    /// every lane's value carries the writer's tag.
+    /// The chunk of rows `r ..` that [`Self::fetch_left`] fetched (once
+    /// every lane's value carries the writer's tag), infinite past the
+    /// region.
     #[inline(always)]
-    unsafe fn settle_left(&self, fetched: Tagged, r: u32) -> T {
+    unsafe fn settled_left(&self, r: u32) -> T {
         let region = self.region;
         match self.left_row(r) {
             Some(i) if self.following => settle(
                 self.warp,
                 region.scope,
                 region.left_tagged.add(i),
-                fetched,
+                self.next_tagged,
                 region.left_tag,
             ),
-            _ => T::from_bits(fetched[0]),
+            Some(_) => self.next_value,
+            None => T::INFINITY,
         }
     }
 
@@ -371,8 +379,8 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
             let in_chunk = t & (self.chunk_len - 1);
             let border = warp.broadcast(self.chunk, in_chunk as usize);
             if in_chunk == self.chunk_len - 1 {
-                self.chunk = self.settle_left(self.next_chunk, t + 1);
-                self.next_chunk = self.fetch_left(t + 1 + self.chunk_len);
+                self.chunk = self.settled_left(t + 1);
+                self.fetch_left(t + 1 + self.chunk_len);
             }
             border
         } else {
