@@ -20,8 +20,7 @@ use timewarp_kernels::hw::{Tagged, LANES};
 use timewarp_kernels::launch::long_pair::{PanelLaunch, TileLaunch};
 use timewarp_kernels::{Driver, KernelId, SetRef};
 
-/// Device memory of one pair: both series' images and `borders` values
-/// and `flags` counters.
+/// Device memory of one pair: both series' images and `workspace` bytes.
 fn pair_bytes<T: Float>(a: &SeriesSet<T>, b: &SeriesSet<T>, workspace: usize) -> usize {
     image_bytes(a, 0..1) + image_bytes(b, 0..1) + UPLOAD_SLACK + workspace
 }
