@@ -39,15 +39,20 @@ use timewarp_kernels::SoftDtwParams;
 
 /// Device memory one pair of `n x m` samples of `dims` values takes on the
 /// GPU for the gradient in precision `T`, at most: its whole cost matrix
-/// dominates (`n * m` values, or for `m <= 512`, where the warp driver
+/// dominates (`n * m` values, or for `m <= 1024`, where the warp driver
 /// stores its wavefront's steps, up to `(n + 31) * (m + 15)`), besides both
-/// series and both gradients. Batches are processed in chunks whose pairs
-/// fit the memory budget (by default 3/4 of the free device memory); e.g.
-/// 1024 pairs of 512 x 512 in f32 take about 1.1 GiB.
+/// series, both gradients and the borders between a pair's panels (three,
+/// of `n + 1` rows). Batches are processed in chunks whose pairs fit the
+/// memory budget (by default 3/4 of the free device memory); e.g. 1024
+/// pairs of 512 x 512 in f32 take about 1.2 GiB.
 pub fn soft_dtw_gradient_bytes_per_pair<T: Float>(n: usize, m: usize, dims: usize) -> usize {
     let value = std::mem::size_of::<T>();
     let store = (n * m).max((n + 31) * (m + 15));
-    (store + 2 * (n + m) * dims + 1) * value + 4 * std::mem::size_of::<u64>()
+    // Each row of a border: tagged values of 16 bytes (the forward pass's
+    // cell, the backward pass's derivative, key and row gradient) and the
+    // row shares.
+    let borders = 3 * (n + 1) * ((3 + dims) * 16 + dims * value + 16);
+    (store + 2 * (n + m) * dims + 1) * value + 4 * std::mem::size_of::<u64>() + borders
 }
 
 /// The kernels' parameters in precision `T`; an error if gamma or its
@@ -400,7 +405,7 @@ pub fn soft_dtw_pairs_variant<T: Float>(
 
 /// The GPU kernel variant [`soft_dtw_pairs_gradient`] computes `x`
 /// against `y` with on the GPU: `options.gpu_variant` if set (`warp`, for
-/// series `y` of up to 512 samples, or `stencil`), else `warp` where every
+/// series `y` of up to 1024 samples, or `stencil`), else `warp` where every
 /// series `y` (and for the divergence `x`) fits it, else `stencil`. What
 /// `timewarp bench --paired --gradient` times by default.
 ///

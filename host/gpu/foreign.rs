@@ -112,7 +112,8 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
                     gpu,
                     &shapes,
                     P::MEASURE,
-                    (variant, shapes.longest_columns()),
+                    (variant, shapes.longest_columns(), shapes.pairs()),
+                    x.dims,
                 )?;
                 gradient_into(
                     gpu,

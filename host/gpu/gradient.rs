@@ -1,11 +1,10 @@
 //! The Soft-DTW gradient of paired batches on the GPU, from host batches or
 //! resident sets: per pair a forward pass storing the cost matrix, then a
-//! backward pass. Pairs whose series `b` fit a warp's stripes (up to 512
-//! samples) take a warp each (`warp_gradient` kernels, the column driver);
-//! longer ones a block each (`gradient` kernels, the stencil driver). And
-//! the expected alignment of one pair ([`pair_alignment`]): the stencil
-//! driver's passes writing the derivative with respect to every cell
-//! (`alignment` kernels).
+//! backward pass. Pairs whose series `b` fit a warp's stripes take a warp
+//! each (`warp_gradient` kernels, the column driver), or a warp a panel of
+//! columns up to a block's warps (`panels_gradient` kernels, 1,024 samples
+//! in all); longer ones a block each (`gradient` kernels, the stencil
+//! driver).
 //!
 //! Device memory besides the batches: per pair its whole cost matrix
 //! (`n * m` values, diagonal-major for the stencil driver; the warp
@@ -19,30 +18,30 @@
 //! it, up to the device's limit, past which the rings move to global memory
 //! (slower, but any length whose cost matrix fits the device).
 
-use super::context::{poison, poison_bytes, Gpu, KernelParams};
+use super::context::{poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
 use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::multi::{on_one_gpu, spread_pair_blocks};
 use super::plan::chunks;
 use super::plan::paired::{operands, GradientKernel, GradientPlan, Shapes};
-use super::select::{block_threads, gradient_stripe};
+use super::select::{block_threads, gradient_driver, gradient_shape};
 use super::staging::outputs_to_host;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::{result as driver, DevicePtr};
-use ndarray::Array2;
 use std::mem::size_of;
 use std::ops::Range;
 use std::sync::Mutex;
-use timewarp_kernels::drivers::stencil::{ring_len, GRADIENT_RINGS};
+use timewarp_kernels::drivers::stencil::GRADIENT_RINGS;
 use timewarp_kernels::hw::LANES;
-use timewarp_kernels::launch::pairs::GradientBuffers;
+use timewarp_kernels::launch::pairs::{panel_gradient_workspace, GradientBuffers};
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Differentiable, Driver, KernelId, Measure};
 
-/// Warps (pairs) per block of the `warp_gradient` kernels.
+/// Warps per block of the `warp_gradient` and `panels_gradient` kernels (a
+/// multiple of a pair's warps).
 const WARPS_PER_BLOCK: usize = 4;
 
 /// Soft-DTW values and gradients of series `k` of `x` against series
@@ -52,10 +51,12 @@ const WARPS_PER_BLOCK: usize = 4;
 /// [`PairedGradients`] says); with respect to `y` only if `with_y`. The
 /// batches go to the device in chunks whose cost matrices fit the
 /// budget ([`crate::soft_dtw_gradient_bytes_per_pair`]), each chunk's
-/// `x` and `y` once.
+/// `x` and `y` once. The kernel is chosen for `columns` and `call_pairs`,
+/// the whole call's longest series `b` and its pairs a GPU, when `x` and
+/// `y` are a part of it ([`gradient_kernel`]).
 pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     gpu: &Gpu,
-    (variant, columns): (Option<Variant>, usize),
+    (variant, columns, call_pairs): (Option<Variant>, usize, usize),
     params: P,
     (x, y): (&SeriesSet<T>, &SeriesSet<T>),
     divergence: bool,
@@ -69,14 +70,19 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
         gpu,
         &shapes,
         P::MEASURE,
-        (variant, columns.max(shapes.longest_columns())),
+        (
+            variant,
+            columns.max(shapes.longest_columns()),
+            call_pairs.max(shapes.pairs()),
+        ),
+        dims,
     )?;
     let plan = GradientPlan::new(
         &shapes,
         dims,
         with_y,
         kernel,
-        ring_bytes::<T>(kernel, &shapes),
+        ring_bytes::<T>(kernel, &shapes, dims),
     );
     let bytes = |k: usize| {
         image_bytes(x, k..k + 1)
@@ -149,7 +155,8 @@ pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differenti
         gpu,
         &shapes,
         P::MEASURE,
-        (variant, shapes.longest_columns()),
+        (variant, shapes.longest_columns(), shapes.pairs()),
+        x.dims(),
     )?;
     let result = gradient_on(
         gpu,
@@ -245,7 +252,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
         x.dims(),
         with_y,
         kernel,
-        ring_bytes::<T>(kernel, &shapes),
+        ring_bytes::<T>(kernel, &shapes, x.dims()),
     );
     let global_rings = kernel == GradientKernel::Stencil { global_rings: true };
     debug_assert_eq!((plan.x_values, plan.y_values), (x.values(), y.values()));
@@ -289,13 +296,22 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     }
     let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
     // Rings in global memory: `ring` values each, per pair of a launch
-    // (the launches, one after the other, share them).
+    // (the launches, one after the other, share them); or the borders
+    // between panels, `borders` values a pair, zeroed before each launch.
     let ring = shapes.longest_ring();
+    let borders = match kernel {
+        GradientKernel::Warp { warps, .. } if warps > 1 => {
+            panel_gradient_workspace::<T>(shapes.longest_rows(), x.dims(), warps)
+        }
+        _ => 0,
+    };
     let ring_values = if global_rings {
         longest_chunk * GRADIENT_RINGS * ring
     } else {
-        0
+        longest_chunk * borders
     };
+    // The rings' or borders' 16-byte alignment.
+    let store_len = store_len.next_multiple_of(16 / size_of::<T>());
     let store_offsets = stream.clone_htod(&store_offsets).map_err(gpu_error)?;
     let offsets_base = store_offsets.device_ptr(stream).0;
     // SAFETY: uninitialised, as the drivers read no cell of the store or
@@ -326,20 +342,35 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
                 },
                 alignment: std::ptr::null_mut(),
             };
-            if let GradientKernel::Warp { stripe } = kernel {
-                let driver = Driver::WarpGradient {
-                    stripe: stripe as u32,
-                };
+            if let GradientKernel::Warp { warps, stripe } = kernel {
+                let driver = gradient_driver((warps, stripe));
                 let id = KernelId::new(P::MEASURE, driver, x.dims() == 1, T::PRECISION);
                 let function = gpu.function(id)?;
                 let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, 1);
                 launch.pairs.out = at(l * pairs + range.start) as *mut T;
                 launch.gradient = buffers;
-                let blocks = len.div_ceil(WARPS_PER_BLOCK) as u32;
+                if borders > 0 {
+                    // SAFETY: the workspace holds `borders` values for
+                    // each of the chunk's pairs after the store.
+                    unsafe {
+                        driver::memset_d8_async(
+                            rings,
+                            0,
+                            len * borders * size_of::<T>(),
+                            stream.cu_stream(),
+                        )
+                        .map_err(gpu_error)?;
+                    }
+                    launch.pairs.workspace = rings as *mut T;
+                    launch.pairs.row_len = borders as u64;
+                }
+                let blocks = (len * warps).div_ceil(WARPS_PER_BLOCK) as u32;
                 let threads = (WARPS_PER_BLOCK * LANES) as u32;
                 // SAFETY: as below; every series `b` of the call fits the
-                // kernel's stripes, and the store holds each pair's
-                // `store_len` values at its offset.
+                // kernel's panels, the store holds each pair's
+                // `panels_store_len` values at its offset, the workspace
+                // each pair's borders, zeroed, and a pair's warps are in
+                // one block (`warps` divides the block's).
                 unsafe { gpu.launch_blocks(&function, (blocks, threads), 0, launch) }?;
                 continue;
             }
@@ -370,25 +401,41 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
 }
 
 /// The kernel of a paired gradient call over `shapes` whose longest series
-/// `b` has `columns` samples (the whole call's, when `shapes` is a part of
-/// it: every part takes the same kernel, so the bits do not depend on how
-/// the call is cut): the warp driver's when every series `b` fits a warp's
-/// stripes, or the stencil driver's, or the variant `asked`
-/// ([`gradient_stripe`]); the stencil driver's has its rings in global memory when those of the
-/// longest pair do not fit a block's shared memory (then for every pair).
+/// `b` has `columns` samples, of `pairs` pairs, samples of `dims` values
+/// (the whole call's, when `shapes` is a part of it: every part takes the
+/// same kernel, so the bits do not depend on how the call is cut): the
+/// column driver's when every series `b` fits its warps' stripes, one warp
+/// a pair or panels while their warps fill at most half the GPU (the
+/// occupancy API), or the stencil driver's, or the variant `asked`
+/// ([`gradient_shape`]); the stencil driver's has its rings in global
+/// memory when those of the longest pair do not fit a block's shared
+/// memory (then for every pair).
 pub(crate) fn gradient_kernel<T: Float>(
     gpu: &Gpu,
     shapes: &Shapes,
     measure: Measure,
-    (asked, columns): (Option<Variant>, usize),
+    (asked, columns, pairs): (Option<Variant>, usize, usize),
+    dims: usize,
 ) -> Result<GradientKernel> {
-    Ok(match gradient_stripe(measure, asked, columns)? {
-        Some(stripe) => GradientKernel::Warp { stripe },
-        None => GradientKernel::Stencil {
-            global_rings: shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
-                > gpu.max_shared_bytes()?,
+    let in_half_a_wave = |shape: (usize, usize)| -> Result<bool> {
+        let id = KernelId::new(measure, gradient_driver(shape), dims == 1, T::PRECISION);
+        let threads = (WARPS_PER_BLOCK * LANES) as u32;
+        let blocks = gpu
+            .function(id)?
+            .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
+            .map_err(gpu_error)? as usize;
+        let sms = gpu.schedulers()? / 4;
+        Ok(2 * pairs * shape.0 <= blocks * WARPS_PER_BLOCK * sms)
+    };
+    Ok(
+        match gradient_shape(measure, asked, columns, in_half_a_wave)? {
+            Some((warps, stripe)) => GradientKernel::Warp { warps, stripe },
+            None => GradientKernel::Stencil {
+                global_rings: shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
+                    > gpu.max_shared_bytes()?,
+            },
         },
-    })
+    )
 }
 
 /// The variant of [`gradient_kernel`]'s choice for paired batches `x`
@@ -400,19 +447,26 @@ pub(crate) fn paired_gradient_variant<T: Float>(
 ) -> Result<Variant> {
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
     Ok(
-        match gradient_stripe(Measure::SoftDtw, asked, shapes.longest_columns())? {
+        match gradient_shape(Measure::SoftDtw, asked, shapes.longest_columns(), |_| {
+            Ok(true)
+        })? {
             Some(_) => Variant::Warp,
             None => Variant::Stencil,
         },
     )
 }
 
-/// Bytes of one pair's stencil rings in global memory under `kernel`, or 0.
-fn ring_bytes<T: Float>(kernel: GradientKernel, shapes: &Shapes) -> usize {
-    if kernel == (GradientKernel::Stencil { global_rings: true }) {
-        shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
-    } else {
-        0
+/// Bytes of one pair's workspace besides its store under `kernel`: its
+/// stencil rings in global memory, or the borders between its panels, or 0.
+fn ring_bytes<T: Float>(kernel: GradientKernel, shapes: &Shapes, dims: usize) -> usize {
+    match kernel {
+        GradientKernel::Stencil { global_rings: true } => {
+            shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
+        }
+        GradientKernel::Warp { warps, .. } if warps > 1 => {
+            panel_gradient_workspace::<T>(shapes.longest_rows(), dims, warps) * size_of::<T>()
+        }
+        _ => 0,
     }
 }
 
@@ -431,13 +485,15 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
     memory_budget: Option<usize>,
 ) -> Result<PairedGradients<T>> {
     let pairs = x.len();
-    // The whole call's longest series b: every block takes its kernel.
+    // The whole call's longest series b, and its pairs a GPU: every block
+    // takes the kernel they choose.
     let columns = Shapes::new(x.parts().1, y.parts().1, divergence).longest_columns();
+    let per_gpu = pairs.div_ceil(gpus.len());
     if gpus.len() == 1 || pairs < 2 {
         return on_one_gpu(gpus[0], |gpu| {
             paired_gradient(
                 gpu,
-                (variant, columns),
+                (variant, columns, per_gpu),
                 params,
                 (x, y),
                 divergence,
@@ -469,7 +525,7 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
             let part = (&x.slice(range.clone()), &y.slice(range));
             paired_gradient(
                 gpu,
-                (variant, columns),
+                (variant, columns, per_gpu),
                 params,
                 part,
                 divergence,
@@ -499,94 +555,4 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
         },
     )?;
     Ok(whole.into_inner().unwrap_or_else(|p| p.into_inner()))
-}
-
-/// The derivative of the value of the pair `x` against `y` (one series
-/// each, equal dims, checked by the caller) with respect to every cell,
-/// `n x m`, 0 outside the window (Soft-DTW's expected alignment), and the
-/// value: the `alignment` kernel, one block, the gradient's passes writing
-/// each cell's derivative instead of the samples' gradient.
-///
-/// Device memory: both series, the stored cost matrix and the alignment
-/// (`n * m` values each), and the rings when they do not fit shared
-/// memory; an error, before anything is allocated, if that exceeds the
-/// budget (`memory_budget`, or 3/4 of the free memory).
-pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
-    gpu: &Gpu,
-    params: P,
-    (x, y): (&SeriesSet<T>, &SeriesSet<T>),
-    memory_budget: Option<usize>,
-) -> Result<(Array2<T>, T)> {
-    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
-    let (n, m) = (x.series_len(0), y.series_len(0));
-    let cells = n * m;
-    let ring = ring_len(n, m);
-    let ring_bytes = shared_bytes::<T>(GRADIENT_RINGS, ring);
-    let global_rings = ring_bytes > gpu.max_shared_bytes()?;
-    let needed = image_bytes(x, 0..1)
-        + image_bytes(y, 0..1)
-        + UPLOAD_SLACK
-        + (2 * cells + 1) * size_of::<T>()
-        + size_of::<u64>()
-        + if global_rings { ring_bytes } else { 0 };
-    if needed > budget {
-        return Err(Error::Gpu(format!(
-            "the expected alignment of a {n} x {m} pair needs {} MiB of device memory, over \
-             the {} MiB available",
-            needed.div_ceil(1 << 20),
-            budget >> 20
-        )));
-    }
-    let uploaded = upload_ranges(gpu, &[x, y], 0..1)?;
-    let (a, b) = (uploaded.batch(0, x), uploaded.batch(1, y));
-    let stream = &gpu.stream;
-    let result = (|| {
-        // Zeroed: the kernel writes the cells of the window only.
-        let alignment = stream.alloc_zeros::<T>(cells).map_err(gpu_error)?;
-        // SAFETY: uninitialised, as in `gradient_into`: the forward pass
-        // writes every cell of the store before the backward pass reads
-        // it, and each anti-diagonal of the rings before the next reads it.
-        let ring_values = if global_rings {
-            GRADIENT_RINGS * ring
-        } else {
-            0
-        };
-        let workspace = unsafe { stream.alloc::<T>(cells + ring_values) }.map_err(gpu_error)?;
-        let mut value = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
-        let value_at = poison(stream, &mut value)?;
-        let store_offsets = stream.clone_htod(&[0u64]).map_err(gpu_error)?;
-        let store = workspace.device_ptr(stream).0;
-        let id = KernelId::new(P::MEASURE, Driver::Alignment, false, T::PRECISION);
-        let shared = if global_rings { 0 } else { ring_bytes };
-        let (function, limit) = gpu.function_with_shared(id, shared)?;
-        let threads = block_threads(ring, limit);
-        let pair = (a.view(0..1), b.view(0..1));
-        let mut launch = stencil_launch(pair, params, Numbering::Paired, 1, ring);
-        launch.pairs.out = value_at as *mut T;
-        launch.gradient = GradientBuffers {
-            store: store as *mut T,
-            store_offsets: store_offsets.device_ptr(stream).0 as *const u64,
-            grad_a: std::ptr::null_mut(),
-            grad_b: std::ptr::null_mut(),
-            rings: if global_rings {
-                (store + (cells * size_of::<T>()) as u64) as *mut T
-            } else {
-                std::ptr::null_mut()
-            },
-            alignment: alignment.device_ptr(stream).0 as *mut T,
-        };
-        // SAFETY: the pair is on the device and outlives the launch (the
-        // copies below wait for it); the store and the alignment hold its
-        // n x m cells at offset 0, the alignment zeroed; `out` one value;
-        // the six rings of `ring` values are after the store or in the
-        // `shared` bytes the kernel was allowed.
-        unsafe { gpu.launch_blocks(&function, (1, threads), shared, launch) }?;
-        let alignment = stream.clone_dtoh(&alignment).map_err(gpu_error)?;
-        let value = stream.clone_dtoh(&value).map_err(gpu_error)?[0];
-        let alignment = Array2::from_shape_vec((n, m), alignment).expect("n x m cells");
-        Ok((alignment, value))
-    })();
-    // The pair's image is freed next: no kernel may still read it.
-    gpu.settle(result.is_err());
-    result
 }

@@ -24,6 +24,7 @@
 //! matrix           a distance matrix with any variant
 //! ```
 
+mod alignment;
 mod antidiagonal;
 mod context;
 mod device;
@@ -62,10 +63,11 @@ pub use ptx::{
 pub use select::local_max_len;
 pub use setup::{setup_steps, SetupKind, SetupStep};
 
+pub(crate) use alignment::pair_alignment;
 pub(crate) use context::KernelParams;
 pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
 pub(crate) use gradient::{
-    pair_alignment, paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
+    paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
 };
 pub(crate) use layout::image_bytes as set_bytes;
 pub(crate) use matrix::matrix;

@@ -358,36 +358,93 @@ fn forced_driver(measure: Measure) -> Option<Driver> {
     })
 }
 
-/// The stripe of the `warp_gradient` kernel a paired gradient takes, or
-/// none for the stencil driver's `gradient` kernel: as `asked` (`warp`,
-/// an error if the longest series `b` has more samples, `columns`, than the
-/// widest stripe's lanes cover; `stencil`), or by default the warp
-/// driver's wherever `b` fits. Its stripe is the narrowest whose lanes
-/// cover `b` (the most lanes at work).
-pub(crate) fn gradient_stripe(
+/// The shape `(warps, stripe)` of the column driver's gradient kernel a
+/// paired gradient takes (`warp_gradient<stripe>` for one warp a pair,
+/// `panels_gradient<warps>x<stripe>` for more), or none for the stencil
+/// driver's `gradient` kernel: as `asked` (`warp`, an error if the longest
+/// series `b` has more samples, `columns`, than the widest shape covers;
+/// `stencil`), or by default the column driver's wherever `b` fits; or
+/// the one `TIMEWARP_WARP_KERNEL` names, if it covers `b`.
+///
+/// One warp a pair takes the narrowest stripe that covers `b`. Panels
+/// (the narrowest stripe, then the fewest warps, that cover `b`) take the
+/// pairs that only the widest one-warp stripe covers (the most registers
+/// and the longest chain a lane), and those no warp covers, while the GPU
+/// has warp slots to spare: where one warp a pair covers `b` too, panels
+/// are taken only if `in_half_a_wave(shape)` says that all their warps
+/// fill at most half the warps the GPU holds at once.
+pub(crate) fn gradient_shape(
     measure: Measure,
     asked: Option<Variant>,
     columns: usize,
-) -> Result<Option<usize>> {
-    let stripes = sizes_of(measure, |driver| match driver {
-        Driver::WarpGradient { stripe } => Some(stripe as usize),
-        _ => None,
-    });
-    let fitting = stripes.iter().copied().find(|&s| LANES * s >= columns);
+    in_half_a_wave: impl FnOnce((usize, usize)) -> Result<bool>,
+) -> Result<Option<(usize, usize)>> {
+    let mut shapes: Vec<(usize, usize)> = drivers(measure)
+        .filter_map(|driver| match driver {
+            Driver::WarpGradient { stripe } => Some((1, stripe as usize)),
+            Driver::PanelsGradient { warps, stripe } => Some((warps as usize, stripe as usize)),
+            _ => None,
+        })
+        .collect();
+    shapes.sort_unstable_by_key(|&(warps, stripe)| (stripe, warps));
     match asked {
-        None => Ok(fitting),
-        Some(Variant::Stencil) => Ok(None),
-        Some(Variant::Warp) => fitting.map(Some).ok_or_else(|| {
-            let widest = LANES * stripes.last().copied().unwrap_or(0);
-            Error::InvalidInput(format!(
-                "the warp variant's gradient takes series y of up to {widest} samples, this \
-                 batch has one of {columns}: ask for the stencil variant, or none"
-            ))
-        }),
-        Some(variant) => Err(Error::InvalidInput(format!(
-            "the {variant} GPU variant computes no gradient; the Soft-DTW gradient takes the \
-             warp or stencil variant"
-        ))),
+        None | Some(Variant::Warp) => {}
+        Some(Variant::Stencil) => return Ok(None),
+        Some(variant) => {
+            return Err(Error::InvalidInput(format!(
+                "the {variant} GPU variant computes no gradient; the Soft-DTW gradient takes \
+                 the warp or stencil variant"
+            )))
+        }
+    }
+    let covers = |&(warps, stripe): &(usize, usize)| warps * LANES * stripe >= columns;
+    let forced = forced_name().and_then(|name| {
+        shapes
+            .iter()
+            .copied()
+            .filter(covers)
+            .find(|&shape| gradient_driver(shape).to_string() == name)
+    });
+    let one_warp = shapes.iter().copied().find(|s| s.0 == 1 && covers(s));
+    let widest_one_warp = shapes.iter().filter(|s| s.0 == 1).map(|s| s.1).max();
+    let panels = shapes.iter().copied().find(|s| s.0 > 1 && covers(s));
+    let fitting = match (forced, one_warp, panels) {
+        (Some(shape), _, _) => Some(shape),
+        (None, Some(one), _) if Some(one.1) != widest_one_warp => Some(one),
+        (None, Some(one), Some(panels)) => {
+            if in_half_a_wave(panels)? {
+                Some(panels)
+            } else {
+                Some(one)
+            }
+        }
+        (None, one, panels) => one.or(panels),
+    };
+    if fitting.is_none() && asked == Some(Variant::Warp) {
+        let widest = shapes
+            .iter()
+            .map(|&(w, s)| w * LANES * s)
+            .max()
+            .unwrap_or(0);
+        return Err(Error::InvalidInput(format!(
+            "the warp variant's gradient takes series y of up to {widest} samples, this batch \
+             has one of {columns}: ask for the stencil variant, or none"
+        )));
+    }
+    Ok(fitting)
+}
+
+/// The column driver's gradient kernel of shape `(warps, stripe)`.
+pub(crate) fn gradient_driver((warps, stripe): (usize, usize)) -> Driver {
+    if warps == 1 {
+        Driver::WarpGradient {
+            stripe: stripe as u32,
+        }
+    } else {
+        Driver::PanelsGradient {
+            warps: warps as u32,
+            stripe: stripe as u32,
+        }
     }
 }
 

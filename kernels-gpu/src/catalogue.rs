@@ -15,7 +15,7 @@
 //! `panels<warps>x<stripe>`,
 //! `tiled<stripe>`,
 //! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil`,
-//! `gradient`, `warp_gradient<stripe>` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
+//! `gradient`, `warp_gradient<stripe>`, `panels_gradient<warps>x<stripe>` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
 //! kernel (the same driver with `dims` fixed to 1).
 
 use crate::measures::Measure;
@@ -63,6 +63,10 @@ pub enum Driver {
     /// forward pass storing every cell, then its backward pass, for pairs
     /// whose `b` fits the warp's stripes: value and gradient.
     WarpGradient { stripe: u32 },
+    /// A pair per block of `warps` warps, each a panel of `32 * stripe`
+    /// columns, running behind its neighbour in each pass: the column
+    /// driver's passes for pairs whose `b` fits the block's panels.
+    PanelsGradient { warps: u32, stripe: u32 },
     /// The stencil driver's passes: value and the derivative with respect to every
     /// cell (Soft-DTW's expected alignment) as a matrix.
     Alignment,
@@ -80,6 +84,7 @@ impl Driver {
                 | Driver::Tiled { .. }
                 | Driver::TiledLaunches { .. }
                 | Driver::WarpGradient { .. }
+                | Driver::PanelsGradient { .. }
         )
     }
 }
@@ -103,6 +108,9 @@ impl fmt::Display for Driver {
             Driver::Stencil => f.write_str("stencil"),
             Driver::Gradient => f.write_str("gradient"),
             Driver::WarpGradient { stripe } => write!(f, "warp_gradient{stripe}"),
+            Driver::PanelsGradient { warps, stripe } => {
+                write!(f, "panels_gradient{warps}x{stripe}")
+            }
             Driver::Alignment => f.write_str("alignment"),
         }
     }
@@ -192,7 +200,8 @@ macro_rules! kernel_table {
                 skewed(16, 1), panels(4, 4),
                 tiled(4), tiled_launches(4),
                 diagonal, diagonal_step, stencil, gradient,
-                warp_gradient(4), warp_gradient(8), warp_gradient(16), alignment;
+                warp_gradient(4), warp_gradient(8), warp_gradient(16),
+                panels_gradient(4, 4), panels_gradient(4, 8), alignment;
             twed: naive, local(256), local(1024), shared,
                 warp(32, 1), warp(32, 4), warp(32, 8),
                 tiled(4), tiled(8), tiled_launches(4), tiled_launches(8),
@@ -271,6 +280,12 @@ macro_rules! driver_of {
     };
     (warp_gradient $stripe:literal) => {
         Driver::WarpGradient { stripe: $stripe }
+    };
+    (panels_gradient $warps:literal $stripe:literal) => {
+        Driver::PanelsGradient {
+            warps: $warps,
+            stripe: $stripe,
+        }
     };
     (alignment) => {
         Driver::Alignment

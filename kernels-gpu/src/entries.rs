@@ -165,7 +165,13 @@ macro_rules! kernel {
     ($m:ident $t:ident warp_gradient $stripe:literal) => {
         entry_and_twin!(concat!(stringify!($m), "_warp_gradient", stringify!($stripe)), $t, UNIVARIATE,
             launch: StencilLaunch<$t, params!($m $t)>, {
-            launch.run_gradient_in_warp::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+            launch.run_gradient_in_panels::<GpuWarp, $stripe, 1, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+        });
+    };
+    ($m:ident $t:ident panels_gradient $warps:literal $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_panels_gradient", stringify!($warps), "x", stringify!($stripe)), $t, UNIVARIATE,
+            launch: StencilLaunch<$t, params!($m $t)>, {
+            launch.run_gradient_in_panels::<GpuWarp, $stripe, $warps, UNIVARIATE>(&GpuWarp::whole(), global_warp());
         });
     };
     ($m:ident $t:ident alignment) => {

@@ -20,7 +20,7 @@
 //! on each GPU variant (`stencil`, `warp`, `tiled`, and the default).
 
 use crate::common::*;
-use ndarray::Array2;
+use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 use timewarp::{
     oracle, soft_dtw_gradient, soft_dtw_pairs, soft_dtw_pairs_gradient,
@@ -470,15 +470,17 @@ fn gradients_length_4096(options: ComputeOptions) {
     check_gradients::<f32>(&options, &x, &y, 0.1, Some(64), "length 4096");
 }
 
-/// GPU only: the warp driver's gradient with each of its stripes (the
-/// narrowest whose lanes cover the longest series `y` of the call: 4, 8
-/// and 16 columns a lane, series up to 128, 256 and 512), multivariate,
-/// and in a band.
+/// GPU only: the column driver's gradient in each of its shapes (the
+/// narrowest stripe that covers the longest series `y` of the call): one
+/// warp of 4 columns a lane up to 128 samples, then 4 warps' panels of 4
+/// columns a lane (2 to 4 panels, the last full or not) up to 512, and of
+/// 8 up to 1,024; multivariate, and in a band.
 fn gradients_warp_stripes(options: ComputeOptions) {
-    let calls: [&[(usize, usize)]; 3] = [
+    let calls: [&[(usize, usize)]; 4] = [
         &[(100, 128), (130, 7)],
         &[(200, 256), (250, 200), (64, 129)],
         &[(512, 512), (300, 400), (5, 511)],
+        &[(40, 1024), (700, 600), (3, 513)],
     ];
     for (k, shapes) in calls.into_iter().enumerate() {
         for dims in [1, 2] {
@@ -487,6 +489,57 @@ fn gradients_warp_stripes(options: ComputeOptions) {
                 let context = format!("warp stripes, call {k}, dims {dims}");
                 check_gradients::<f64>(&options, &x, &y, gamma, band, &context);
                 check_gradients::<f32>(&options, &x, &y, gamma, band, &context);
+            }
+        }
+    }
+}
+
+/// GPU only: the divergence's gradient where its three launches take
+/// panels of different counts (`x` with `y`, `x` with itself, `y` with
+/// itself: 2 to 6 panels of 4 warps' 8 columns a lane, one workspace of
+/// borders sized for the longest series and zeroed before each launch),
+/// against the oracle: the gradient of `S(x, y) - (S(x, x) + S(y, y)) / 2`
+/// with respect to `x` is `grad_x S(x, y) - grad_x S(x, x)` (`S(x, x)` is
+/// symmetric), and likewise for `y`.
+fn divergence_gradients_in_panels(options: ComputeOptions) {
+    let (x, y) = batches(140, &[(300, 700), (1000, 150), (513, 514)], 1, 1.0);
+    let gamma = 1.0;
+    let soft = metric(gamma, None).divergence();
+    let got = soft_dtw_pairs_gradient(&x, &y, soft, &options, true).unwrap();
+    let grad_y = got.grad_y.as_ref().expect("grad y was asked for");
+    for (k, grad_y) in grad_y.iter().enumerate() {
+        let (a, b) = (x.series(k), y.series(k));
+        let gradient = |p: ArrayView2<f64>, q: ArrayView2<f64>| {
+            oracle::soft_dtw_with_gradient_banded(p, q, gamma, None)
+        };
+        let ((value, ga), (_, gb)) = (gradient(a, b), gradient(b, a));
+        let ((_, gaa), (_, gbb)) = (gradient(a, a), gradient(b, b));
+        let expected_value = oracle::soft_dtw_divergence(a, b, gamma, None);
+        let (n, m) = (a.nrows(), b.nrows());
+        let scale = error_scale(a, b, value, metric(gamma, None).into());
+        let here = format!("divergence in panels, pair {k}, {n} x {m}");
+        assert!(
+            (got.values[k] - expected_value).abs() <= 1e-9 * scale,
+            "{here}: value {} vs oracle {expected_value}",
+            got.values[k]
+        );
+        let largest = [&ga, &gb, &gaa, &gbb]
+            .iter()
+            .flat_map(|g| g.iter())
+            .fold(0.0f64, |s, g| s.max(g.abs()));
+        // Two gradients' bounds (as `check_gradients`'), the longest pair's.
+        let longest = 2 * n.max(m);
+        let bound =
+            2.0 * 64.0 * f64::EPSILON / 2.0 * (scale / gamma + 2.0 * longest as f64) * largest;
+        for (which, mine, first, second) in
+            [("x", &got.grad_x[k], &ga, &gaa), ("y", grad_y, &gb, &gbb)]
+        {
+            for ((index, g), (e, s)) in mine.indexed_iter().zip(first.iter().zip(second.iter())) {
+                let expected = e - s;
+                assert!(
+                    (g - expected).abs() <= bound,
+                    "{here}: grad {which}{index:?} {g} vs oracle {expected}, bound {bound:e}"
+                );
             }
         }
     }
@@ -501,11 +554,11 @@ fn gradient_variants(options: ComputeOptions) {
         gpu_variant: Some(variant),
         ..options
     };
-    let (x, y) = batches(130, &[(20, 600)], 1, 1.0);
+    let (x, y) = batches(130, &[(20, 1100)], 1, 1.0);
     let error = soft_dtw_pairs_gradient(&x, &y, soft, &with(Variant::Warp), true)
-        .expect_err("the warp gradient of a series of 600");
-    assert!(error.to_string().contains("up to 512 samples"), "{error}");
-    check_gradients::<f64>(&with(Variant::Stencil), &x, &y, 1.0, None, "stencil, 600");
+        .expect_err("the warp gradient of a series of 1100");
+    assert!(error.to_string().contains("up to 1024 samples"), "{error}");
+    check_gradients::<f64>(&with(Variant::Stencil), &x, &y, 1.0, None, "stencil, 1100");
     let (x, y) = batches(131, &[(20, 30)], 1, 1.0);
     let error = soft_dtw_pairs_gradient(&x, &y, soft, &with(Variant::Tiled), true)
         .expect_err("the tiled variant's gradient");
@@ -818,6 +871,7 @@ cpu_and_gpu!(
         length_4096,
         gradients_length_4096,
         gradients_warp_stripes,
+        divergence_gradients_in_panels,
         gradient_variants,
         gradient_beyond_shared_memory,
         resident_equals_host,

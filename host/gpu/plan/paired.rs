@@ -5,8 +5,9 @@
 use crate::Float;
 use std::mem::size_of;
 use std::ops::Range;
-use timewarp_kernels::drivers::columns::gradient::store_len;
+use timewarp_kernels::drivers::columns::gradient::panels_store_len;
 use timewarp_kernels::drivers::stencil::ring_len;
+use timewarp_kernels::hw::LANES;
 
 /// The pairs of a paired computation, by their lengths (read from the
 /// batches' sample offsets): `x_k` against `y_k`, and for the soft-DTW
@@ -97,6 +98,13 @@ impl<'a> Shapes<'a> {
             .unwrap_or(1)
     }
 
+    /// The longest series any launch takes as `a` (the rows): `x`'s, and
+    /// for the divergence also `y`'s.
+    pub(crate) fn longest_rows(&self) -> usize {
+        let y = if self.divergence { self.y } else { &[] };
+        lengths(self.x).chain(lengths(y)).max().unwrap_or(0)
+    }
+
     /// The longest series any launch takes as `b` (the columns): `y`'s,
     /// and for the divergence also `x`'s.
     pub(crate) fn longest_columns(&self) -> usize {
@@ -114,9 +122,10 @@ impl<'a> Shapes<'a> {
 /// call from its longest pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum GradientKernel {
-    /// `warp_gradient<stripe>`, a pair a warp: every series `b` fits the
-    /// warp's stripes.
-    Warp { stripe: usize },
+    /// `warp_gradient<stripe>` (one warp a pair) or
+    /// `panels_gradient<warps>x<stripe>` (a panel of `32 * stripe` columns
+    /// a warp): every series `b` fits the pair's warps' stripes.
+    Warp { warps: usize, stripe: usize },
     /// The stencil driver's `gradient`, a pair a block, its rings in global
     /// memory when the longest pair's do not fit a block's shared memory.
     Stencil { global_rings: bool },
@@ -127,7 +136,7 @@ impl GradientKernel {
     /// backward pass.
     pub(crate) fn store_values(self, n: usize, m: usize) -> usize {
         match self {
-            GradientKernel::Warp { stripe } => store_len(n, m, stripe),
+            GradientKernel::Warp { stripe, .. } => panels_store_len(n, m, LANES * stripe, stripe),
             GradientKernel::Stencil { .. } => n * m,
         }
     }
@@ -145,9 +154,10 @@ pub(crate) struct GradientPlan {
     pub y_values: usize,
     pub with_y: bool,
     pub kernel: GradientKernel,
-    /// Bytes of one pair's rings in global memory (all pairs of the call
-    /// keep them there when the longest pair's do not fit shared memory),
-    /// or 0.
+    /// Bytes of one pair's workspace besides its store: its rings in
+    /// global memory (all pairs of the call keep them there when the
+    /// longest pair's do not fit shared memory), or the borders between its
+    /// panels; or 0.
     pub ring_bytes: usize,
 }
 

@@ -190,24 +190,59 @@ fn tiled_shapes() {
 }
 
 #[test]
-fn gradient_stripes() {
+fn gradient_shapes() {
     let soft = Measure::SoftDtw;
-    let default = |columns| gradient_stripe(soft, None, columns).unwrap();
-    for (columns, stripe) in [(1, 4), (128, 4), (129, 8), (256, 8), (257, 16), (512, 16)] {
-        assert_eq!(default(columns), Some(stripe), "{columns} columns");
+    let fits = |_| Ok(true);
+    let default = |columns| gradient_shape(soft, None, columns, fits).unwrap();
+    // One warp of the narrowest stripe that covers the columns up to 256,
+    // then 4 warps' panels of 4 and 8 columns a lane.
+    for (columns, shape) in [
+        (1, (1, 4)),
+        (128, (1, 4)),
+        (129, (1, 8)),
+        (256, (1, 8)),
+        (257, (4, 4)),
+        (512, (4, 4)),
+        (513, (4, 8)),
+        (1024, (4, 8)),
+    ] {
+        assert_eq!(default(columns), Some(shape), "{columns} columns");
     }
-    // Past the widest stripe, the stencil driver.
-    assert_eq!(default(513), None);
+    // Panels whose warps would fill more than half the GPU give way to one
+    // warp a pair where that covers the columns (and are asked about only
+    // then).
+    let crowded = |columns| {
+        let mut asked = Vec::new();
+        let shape = gradient_shape(soft, None, columns, |shape| {
+            asked.push(shape);
+            Ok(false)
+        });
+        (shape.unwrap(), asked)
+    };
+    assert_eq!(crowded(100), (Some((1, 4)), vec![]));
+    assert_eq!(crowded(200), (Some((1, 8)), vec![]));
+    assert_eq!(crowded(300), (Some((1, 16)), vec![(4, 4)]));
+    assert_eq!(crowded(512), (Some((1, 16)), vec![(4, 4)]));
+    assert_eq!(crowded(700), (Some((4, 8)), vec![]));
+    let failing = gradient_shape(soft, None, 300, |_| {
+        Err(crate::Error::Gpu("no occupancy".into()))
+    });
+    assert!(failing.is_err());
+    // Past the widest panels, the stencil driver.
+    assert_eq!(default(1025), None);
     assert_eq!(
-        gradient_stripe(soft, Some(Variant::Stencil), 10).unwrap(),
+        gradient_shape(soft, Some(Variant::Stencil), 10, fits).unwrap(),
         None
     );
     assert_eq!(
-        gradient_stripe(soft, Some(Variant::Warp), 300).unwrap(),
-        Some(16)
+        gradient_shape(soft, Some(Variant::Warp), 300, fits).unwrap(),
+        Some((4, 4))
     );
-    assert!(gradient_stripe(soft, Some(Variant::Warp), 513).is_err());
-    assert!(gradient_stripe(soft, Some(Variant::Tiled), 10).is_err());
+    let error = gradient_shape(soft, Some(Variant::Warp), 1025, fits).unwrap_err();
+    assert!(error.to_string().contains("up to 1024 samples"), "{error}");
+    assert!(gradient_shape(soft, Some(Variant::Tiled), 10, fits).is_err());
     // DTW has no warp gradient kernels (nor any gradient).
-    assert_eq!(gradient_stripe(Measure::Dtw, None, 10).unwrap(), None);
+    assert_eq!(gradient_shape(Measure::Dtw, None, 10, fits).unwrap(), None);
+    assert_eq!(gradient_driver((1, 16)).to_string(), "warp_gradient16");
+    assert_eq!(gradient_driver((4, 8)).to_string(), "panels_gradient4x8");
 }

@@ -3,7 +3,8 @@
 //! alignment kernels' additions ([`StencilLaunch`]).
 
 use super::{triangle_pair, Numbering};
-use crate::drivers::columns::gradient::warp_gradient;
+pub use crate::drivers::columns::gradient::panel_gradient_workspace;
+use crate::drivers::columns::gradient::{panel_gradient, store_len, GradientPanel};
 use crate::drivers::columns::long_pair::{pipelined_pair, PanelHandoff};
 use crate::drivers::columns::pair::warp_pair;
 use crate::drivers::columns::skewed::skewed_pair;
@@ -405,37 +406,77 @@ impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
         self.run_backward_in_block(block, index, Output::Alignment);
     }
 
-    /// Value and gradient of pair `index` of a paired launch by one warp,
-    /// `S` columns a lane, with the column driver's forward and backward
-    /// passes ([`warp_gradient`]), the forward pass's cells stored at the
-    /// pair's offset in `gradient.store`: the `warp_gradient` kernels.
-    /// Warps past the launch's pairs return at once.
+    /// Value and gradient of pair `index` of a paired launch by `WARPS`
+    /// warps of one block, panels of `S` columns a lane
+    /// ([`panel_gradient`]; with one warp, [`warp_gradient`]): the column
+    /// driver's forward and backward passes, each panel's cells stored at
+    /// the pair's offset in `gradient.store`, panel `p` `p * store_len(n,
+    /// W::LANES * S, S)` values after the first; the borders between the
+    /// panels in `pairs.workspace`, `pairs.row_len` values a pair
+    /// ([`panel_gradient_workspace`]). Warp `p` of each group of `WARPS`
+    /// takes panel `p`; warps past the pair's panels, or past the launch's
+    /// pairs, return at once, and so do all of a pair wider than `WARPS`
+    /// panels. The `warp_gradient` and `panels_gradient` kernels.
     ///
     /// # Safety
-    /// All lanes of the warp call it together; the numbering is paired;
-    /// every series of `b` has at most `W::LANES * S` samples; the store
-    /// holds [`crate::drivers::columns::gradient::store_len`] values at
-    /// each pair's offset; the gradients as documented; with `UNIVARIATE`
-    /// the sets are univariate.
+    /// All lanes of the warp call it together with the launch's warp
+    /// index, and the `WARPS` warps of a pair are in one block; the
+    /// numbering is paired; every series of `b` has at most `WARPS *
+    /// W::LANES * S` samples; the store holds
+    /// [`crate::drivers::columns::gradient::panels_store_len`] values at
+    /// each pair's offset; with more than one warp the workspace holds
+    /// [`panel_gradient_workspace`] values a pair for the longest series of
+    /// `a`, zeroed; the gradients as documented; with `UNIVARIATE` the sets
+    /// are univariate.
     #[inline(always)]
-    pub unsafe fn run_gradient_in_warp<W: Warp, const S: usize, const UNIVARIATE: bool>(
+    pub unsafe fn run_gradient_in_panels<
+        W: Warp,
+        const S: usize,
+        const WARPS: usize,
+        const UNIVARIATE: bool,
+    >(
         &self,
         warp: &W,
-        index: u64,
+        global_warp: u64,
     ) {
         let (pairs, buffers) = (&self.pairs, &self.gradient);
+        let index = global_warp / WARPS as u64;
         if index >= pairs.pair_count {
             return;
         }
         let (i, j) = pairs.pair(index);
         let a = pairs.a.series_of::<UNIVARIATE>(i);
         let b = pairs.b.series_of::<UNIVARIATE>(j);
+        let width = W::LANES * S;
+        let panels = b.len.div_ceil(width);
+        let p = (global_warp % WARPS as u64) as usize;
+        // A pair wider than the warps' panels is left unwritten (its value
+        // stays NaN, which the host reports), not waited for forever.
+        if p >= panels || panels > WARPS {
+            return;
+        }
         let store = buffers
             .store
-            .add(*buffers.store_offsets.add(index as usize) as usize);
+            .add(*buffers.store_offsets.add(index as usize) as usize)
+            .add(p * store_len(a.len, width, S));
         let (grad_a, grad_b) = self.gradients_of(i, j, a.dims);
-        let value = warp_gradient::<T, P, W, S>(warp, &pairs.params, &a, &b, store, grad_a, grad_b);
-        if warp.lane() == 0 {
+        let panel = if WARPS == 1 {
+            GradientPanel::whole()
+        } else {
+            let base = pairs.workspace.add(index as usize * pairs.row_len as usize);
+            GradientPanel::in_workspace(base.cast(), (a.len, a.dims), (p, panels), width)
+        };
+        let value = panel_gradient::<T, P, W, S>(
+            warp,
+            &pairs.params,
+            &a,
+            &b,
+            &panel,
+            store,
+            grad_a,
+            grad_b,
+        );
+        if p + 1 == panels && warp.lane() == 0 {
             pairs.write(i, j, value);
         }
     }

@@ -108,6 +108,14 @@ pub fn run_warps<const N: usize, R: Send>(
     warps: usize,
     body: impl Fn(&EmulatedLane<'_, N>) -> R + Sync,
 ) -> Vec<R> {
+    run_numbered_warps::<N, R>(warps, |lane, _| body(lane))
+}
+
+/// As [`run_warps`], `body` given each warp's index in the launch too.
+pub fn run_numbered_warps<const N: usize, R: Send>(
+    warps: usize,
+    body: impl Fn(&EmulatedLane<'_, N>, usize) -> R + Sync,
+) -> Vec<R> {
     let exchanges: Vec<Exchange> = (0..warps)
         .map(|_| Exchange {
             slots: (0..N).map(|_| AtomicU64::new(0)).collect(),
@@ -117,10 +125,11 @@ pub fn run_warps<const N: usize, R: Send>(
     std::thread::scope(|scope| {
         let lanes: Vec<_> = exchanges
             .iter()
-            .flat_map(|exchange| (0..N).map(move |lane| (lane, exchange)))
-            .map(|(lane, exchange)| {
+            .enumerate()
+            .flat_map(|(warp, exchange)| (0..N).map(move |lane| (warp, lane, exchange)))
+            .map(|(warp, lane, exchange)| {
                 let body = &body;
-                scope.spawn(move || or_abort(|| body(&EmulatedLane { lane, exchange })))
+                scope.spawn(move || or_abort(|| body(&EmulatedLane { lane, exchange }, warp)))
             })
             .collect();
         lanes
