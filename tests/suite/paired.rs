@@ -474,8 +474,15 @@ fn gradients_length_4096(options: ComputeOptions) {
 /// narrowest stripe that covers the longest series `y` of the call): one
 /// warp of 4 columns a lane up to 128 samples, then 4 warps' panels of 4
 /// columns a lane (2 to 4 panels, the last full or not) up to 512, and of
-/// 8 up to 1,024; multivariate, and in a band.
+/// 8 up to 1,024; multivariate, and in a band. And 600 pairs up to 512
+/// samples, more than the panels of 4 warps may take (their warps would
+/// fill over half of an H100 or H200), which go to one warp a pair of 16
+/// columns a lane.
 fn gradients_warp_stripes(options: ComputeOptions) {
+    let many: Vec<(usize, usize)> = (0..600).map(|k| (3 + k % 11, 257 + k % 256)).collect();
+    let (x, y) = batches(150, &many, 1, 1.0);
+    check_gradients::<f32>(&options, &x, &y, 1.0, None, "600 pairs up to 512");
+    check_gradients::<f64>(&options, &x, &y, 0.1, Some(30), "600 pairs up to 512");
     let calls: [&[(usize, usize)]; 4] = [
         &[(100, 128), (130, 7)],
         &[(200, 256), (250, 200), (64, 129)],
