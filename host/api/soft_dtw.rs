@@ -454,8 +454,9 @@ pub fn soft_dtw_pairs_resident<T: Float>(
 /// arguments of `sdtw(x, x)` contribute equally), and likewise for `y`.
 ///
 /// On the GPU each pair's cost matrix is kept in device memory
-/// ([`soft_dtw_gradient_bytes_per_pair`]), by a warp a pair where every
-/// series `y` has at most 512 samples, else by a block a pair
+/// ([`soft_dtw_gradient_bytes_per_pair`]), by a warp a pair, or 4 warps a
+/// pair (a panel of columns each), where every series `y` has at most
+/// 1,024 samples, else by a block a pair
 /// (`options.gpu_variant`: `warp` or `stencil` to choose, see
 /// [`soft_dtw_pairs_gradient_variant`]); batches run in chunks that fit,
 /// and a pair that alone does not fit the memory budget is an error. For

@@ -6,7 +6,7 @@
 //! | driver | computes | kernels |
 //! |---|---|---|
 //! | [`rows`] | a pair row by row, two rolling rows wherever the caller puts them | `naive`, `local`, `shared`; the CPU backend |
-//! | [`columns`] | a region of the matrix per warp, a lane's stripe of columns in registers, rows passed by shuffles; a pair in panels of columns, a long pair in tiles or pipelined panels; or a pair with each stripe cut into groups a row apart, for latency-bound cells ([`columns::skewed`]); a pair's forward pass storing its cells and the backward pass over them, a warp a pair ([`columns::gradient`]) | `warp`, `skewed`, `panels`, `tiled`, `tiled_launches`, `warp_gradient` |
+//! | [`columns`] | a region of the matrix per warp, a lane's stripe of columns in registers, rows passed by shuffles; a pair in panels of columns, a long pair in tiles or pipelined panels; or a pair with each stripe cut into groups a row apart, for latency-bound cells ([`columns::skewed`]); a pair's forward pass storing its cells and the backward pass over them, a warp a pair or a warp a panel of one ([`columns::gradient`]) | `warp`, `skewed`, `panels`, `tiled`, `tiled_launches`, `warp_gradient`, `panels_gradient` |
 //! | [`sheared_band`] | a pair's Sakoe-Chiba band per warp, lanes holding the band's diagonals: only the band's cells | `warp`, when the host chooses it |
 //! | [`stencil`] | a pair per thread block, anti-diagonal by anti-diagonal in shared memory, and the backward pass | `stencil`, `gradient`; the CPU backend's latency-bound measures |
 //! | [`antidiagonal`] | one pair, a thread per cell of an anti-diagonal, rolling anti-diagonals in global memory | `diagonal`, `diagonal_step` |
