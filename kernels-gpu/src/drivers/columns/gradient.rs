@@ -28,13 +28,13 @@
 //! lane: in registers (univariate) or added to memory row by row.
 //!
 //! A pair wider than one warp's stripes can be cut into *panels* of
-//! `lanes * S` columns, a warp each, all in one block ([`panel_gradient`]). In the
-//! forward pass each panel runs behind the one to its left, reading that
-//! panel's last column as it is written (tagged, as in
-//! [`super::long_pair::pipelined_pair`]); in the backward pass each runs
-//! behind the one to its right, whose first column's derivatives and keys
-//! it reads, with the gradient of each row summed over the panels to the
-//! right. Only the first panel adds to `a`'s gradient: each row's sum is
+//! `lanes * S` columns, a warp each, all in one block
+//! ([`panel_gradient`]). In the forward pass each panel runs behind the
+//! one to its left, reading that panel's last column as it is written
+//! (tagged, as in [`super::long_pair::pipelined_pair`]); in the backward
+//! pass each runs behind the one to its right, whose first column's
+//! derivatives and keys it reads, with the gradient of each row summed
+//! over the panels to the right. Only the first panel adds to `a`'s gradient: each row's sum is
 //! added up in one order, right to left, whatever the warps' timing.
 
 use super::{settle, stripe_row};
@@ -96,21 +96,6 @@ pub struct GradientPanel<T> {
     pub scope: Scope,
 }
 
-impl<T> GradientPanel<T> {
-    /// The whole pair as one panel.
-    pub const fn whole() -> Self {
-        GradientPanel {
-            col0: 0,
-            left: null(),
-            right: null_mut(),
-            from_right: null(),
-            to_left: null_mut(),
-            row_shares: null_mut(),
-            scope: Scope::Block,
-        }
-    }
-}
-
 /// The borders between panels `q` and `q + 1` of a `panels_gradient`
 /// kernel's pair (see [`GradientPanel`]): the forward pass's column of
 /// `a_len + 1` tagged values, the backward pass's `a_len` rows of `2 +
@@ -156,6 +141,19 @@ pub const fn panel_gradient_workspace<T>(a_len: usize, dims: usize, warps: usize
 }
 
 impl<T> GradientPanel<T> {
+    /// The whole pair as one panel.
+    pub const fn whole() -> Self {
+        GradientPanel {
+            col0: 0,
+            left: null(),
+            right: null_mut(),
+            from_right: null(),
+            to_left: null_mut(),
+            row_shares: null_mut(),
+            scope: Scope::Block,
+        }
+    }
+
     /// Panel `p` of a pair's `panels` (of `width` columns) whose borders
     /// are in the workspace at `base` (16-byte aligned), for series `a` of
     /// `a_len` samples of `dims` values, the panels' warps in one block.
