@@ -4,7 +4,7 @@
 
 use super::context::{poison, Gpu, KernelParams};
 use super::device::gpu_error;
-use super::image::{upload_ranges, UPLOAD_SLACK};
+use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::select::block_threads;
 use super::stencil::{shared_bytes, stencil_launch};
@@ -53,7 +53,7 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
             budget >> 20
         )));
     }
-    let uploaded = upload_ranges(gpu, &[x, y], 0..1)?;
+    let uploaded = upload_ranges(gpu, &[x, y], 0..1, AsyncCopies::Waited)?;
     let (a, b) = (uploaded.batch(0, x), uploaded.batch(1, y));
     let stream = &gpu.stream;
     let result = (|| {

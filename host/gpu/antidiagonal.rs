@@ -15,7 +15,7 @@
 
 use super::context::{poison, Gpu, KernelParams};
 use super::device::gpu_error;
-use super::image::upload_ranges;
+use super::image::{upload_ranges, AsyncCopies};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig};
@@ -85,10 +85,10 @@ pub(crate) fn diagonal_pairs<T: Float, P: KernelParams<T>>(
     };
     let barrier = barrier_memory.device_ptr(stream).0 as *mut u32;
     for i in 0..a.len() {
-        let a_upload = upload_ranges(gpu, &[a], i..i + 1)?;
+        let a_upload = upload_ranges(gpu, &[a], i..i + 1, AsyncCopies::Waited)?;
         let a_ref = a_upload.batch(0, a).view(0..1);
         for j in if triangle { i } else { 0 }..b.len() {
-            let b_upload = upload_ranges(gpu, &[b], j..j + 1)?;
+            let b_upload = upload_ranges(gpu, &[b], j..j + 1, AsyncCopies::Waited)?;
             let launch = DiagonalLaunch {
                 a: a_ref,
                 b: b_upload.batch(0, b).view(0..1),

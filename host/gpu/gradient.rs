@@ -20,7 +20,7 @@
 
 use super::context::{poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
-use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
+use super::image::{upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::multi::{on_one_gpu, spread_pair_blocks};
 use super::plan::chunks;
@@ -101,7 +101,7 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let ranges = chunks(pairs, budget, UPLOAD_SLACK, bytes, "its Soft-DTW gradient")?;
     let whole = ranges.len() == 1;
     for range in ranges {
-        let uploaded = upload_ranges(gpu, &[x, y], range.clone())?;
+        let uploaded = upload_ranges(gpu, &[x, y], range.clone(), AsyncCopies::CallerWaits)?;
         let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
         let left = budget.saturating_sub(uploaded.bytes());
         let chunk = gradient_on(

@@ -6,6 +6,7 @@
 use super::context::Gpu;
 use super::device::gpu_error;
 use super::layout::{as_bytes_u64, Image, Layout};
+use super::staging::{Pinned, PinnedPool};
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use std::marker::PhantomData;
@@ -174,13 +175,25 @@ impl<T: Float> ForeignBatch<T> {
 
 /// Ranges of host batches uploaded for one computation, an image each, in
 /// one allocation ([`upload_ranges`]).
-pub(crate) struct Uploaded<T> {
+pub(crate) struct Uploaded<'a, T> {
     allocation: CudaSlice<u8>,
     /// Each image's address and layout.
     images: Vec<(u64, Layout)>,
     /// The range's first series in its host batch.
     first: usize,
+    /// The pinned buffer the offsets were copied from, and its pool: given
+    /// back when the upload is dropped, after the copies (the caller waits
+    /// for them first, [`AsyncCopies::CallerWaits`]).
+    staging: Option<(Pinned, &'a PinnedPool)>,
     element: PhantomData<T>,
+}
+
+impl<T> Drop for Uploaded<'_, T> {
+    fn drop(&mut self) {
+        if let Some((buffer, pool)) = self.staging.take() {
+            pool.give_back(buffer);
+        }
+    }
 }
 
 /// Images of an upload start at multiples of this in its allocation.
@@ -189,7 +202,7 @@ const UPLOAD_ALIGN: usize = 256;
 /// padding.
 pub(crate) const UPLOAD_SLACK: usize = 2 * UPLOAD_ALIGN;
 
-impl<T: Float> Uploaded<T> {
+impl<T: Float> Uploaded<'_, T> {
     /// Bytes of device memory it holds.
     pub(crate) fn bytes(&self) -> usize {
         self.allocation.len()
@@ -197,7 +210,7 @@ impl<T: Float> Uploaded<T> {
 
     /// Image `index` as the paired kernels read it; `set` is the host
     /// batch it was uploaded from.
-    pub(crate) fn batch<'a>(&'a self, index: usize, set: &'a SeriesSet<T>) -> DeviceBatch<'a, T> {
+    pub(crate) fn batch<'b>(&'b self, index: usize, set: &'b SeriesSet<T>) -> DeviceBatch<'b, T> {
         let (base, layout) = self.images[index];
         DeviceBatch {
             base,
@@ -228,15 +241,31 @@ impl<T> DeviceImage<T> {
     }
 }
 
+/// Whether [`upload_ranges`] waits for its copies that run on after they
+/// are enqueued: those from page-locked memory (a copy from ordinary memory
+/// has read it when it returns).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum AsyncCopies {
+    /// Waited for before it returns: the caller may return at once.
+    Waited,
+    /// Left running, so that the launches that read the images are enqueued
+    /// meanwhile; the offsets too go this way, from a pinned buffer. The
+    /// caller waits for the stream before it drops the upload or returns,
+    /// so that the batches and the buffer outlive the copies.
+    CallerWaits,
+}
+
 /// Series `range` of each of `sets`, uploaded for one computation: an image
 /// each, in one allocation, copied on the GPU's stream straight from the
-/// batches' own arrays (their offsets rebased). The caller holds the GPU's
-/// lock and runs the kernels that read the images on the same stream.
-pub(crate) fn upload_ranges<T: Float>(
-    gpu: &Gpu,
+/// batches' own arrays (their offsets rebased), the values first. The
+/// caller holds the GPU's lock and runs the kernels that read the images
+/// on the same stream.
+pub(crate) fn upload_ranges<'g, T: Float>(
+    gpu: &'g Gpu,
     sets: &[&SeriesSet<T>],
     range: Range<usize>,
-) -> Result<Uploaded<T>> {
+    page_locked: AsyncCopies,
+) -> Result<Uploaded<'g, T>> {
     debug_assert!(sets.len() <= UPLOAD_SLACK / UPLOAD_ALIGN);
     let images: Vec<Image> = sets.iter().map(|set| Image::new(set, &range)).collect();
     let mut starts = Vec::with_capacity(images.len());
@@ -245,41 +274,66 @@ pub(crate) fn upload_ranges<T: Float>(
         starts.push(total);
         total = (total + image.layout.bytes()).next_multiple_of(UPLOAD_ALIGN);
     }
+    // Every image's offsets, rebased, one after the other.
+    let offsets: Vec<u64> = images
+        .iter()
+        .flat_map(|image| image.offsets.iter().map(|&o| o - image.offsets[0]))
+        .collect();
+    let mut staging = None;
+    let offsets: &[u8] = if page_locked == AsyncCopies::CallerWaits {
+        let bytes = as_bytes_u64(&offsets);
+        let mut buffer = gpu.pool.take(&gpu.context, bytes.len(), true)?;
+        // SAFETY: a buffer taken from the pool has no copy in flight.
+        let staged = unsafe { buffer.bytes_mut(bytes.len()) };
+        staged.copy_from_slice(bytes);
+        let (at, len) = (staged.as_ptr(), staged.len());
+        staging = Some((buffer, &gpu.pool));
+        // SAFETY: the buffer (its memory does not move with it) is not
+        // written again before it goes back to the pool, after the copies.
+        unsafe { std::slice::from_raw_parts(at, len) }
+    } else {
+        as_bytes_u64(&offsets)
+    };
     let stream = &gpu.stream;
     // SAFETY: every byte of the images is copied in below before any
     // kernel reads it.
     let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
     let base = allocation.device_ptr(stream).0;
-    let mut placed = Vec::with_capacity(images.len());
-    let mut copy = || -> Result<()> {
-        for (image, &start) in images.iter().zip(&starts) {
-            let at = base + start as u64;
-            let first = image.offsets[0];
-            let offsets: Vec<u64> = image.offsets.iter().map(|&o| o - first).collect();
-            let layout = image.layout;
-            for (offset, bytes) in [
-                (0, as_bytes_u64(&offsets)),
-                (layout.values_at(), image.values),
-                (layout.times_at(), image.times),
-            ] {
-                if !bytes.is_empty() {
-                    // SAFETY: the allocation holds the image's bytes at
-                    // `at`; a copy from pageable memory has read `bytes`
-                    // when it returns, one from a page-locked batch is
-                    // waited for below.
-                    let stream = stream.cu_stream();
-                    unsafe { driver::memcpy_htod_async(at + offset as u64, bytes, stream) }
-                        .map_err(gpu_error)?;
-                }
+    let placed: Vec<(u64, Layout)> = images
+        .iter()
+        .zip(&starts)
+        .map(|(image, &start)| (base + start as u64, image.layout))
+        .collect();
+    let copy = || -> Result<()> {
+        let mut copies = Vec::with_capacity(3 * images.len());
+        let mut offsets_at = 0;
+        for (image, &(at, layout)) in images.iter().zip(&placed) {
+            let offsets_len = (layout.count + 1) * size_of::<u64>();
+            copies.push((at + layout.values_at() as u64, image.values));
+            copies.push((at + layout.times_at() as u64, image.times));
+            copies.push((at, &offsets[offsets_at..offsets_at + offsets_len]));
+            offsets_at += offsets_len;
+        }
+        // The values first: the larger copies start while the rest is
+        // enqueued.
+        copies.sort_by_key(|&(_, bytes)| std::cmp::Reverse(bytes.len()));
+        for (to, bytes) in copies {
+            if !bytes.is_empty() {
+                // SAFETY: the allocation holds the image's bytes at `to`; a
+                // copy from pageable memory has read `bytes` when it
+                // returns; one from page-locked memory (a batch's, or the
+                // staged offsets) ends before they may be dropped
+                // (`page_locked`).
+                unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }
+                    .map_err(gpu_error)?;
             }
-            placed.push((at, layout));
         }
         Ok(())
     };
     let copied = copy();
-    if images.iter().any(|image| image.page_locked) {
-        // Copies from page-locked memory run on after they are enqueued:
-        // they end here, failed or not, before the caller may drop the
+    let running = staging.is_some() || images.iter().any(|image| image.page_locked);
+    if running && (page_locked == AsyncCopies::Waited || copied.is_err()) {
+        // They end here, failed or not, before the caller may drop the
         // batch.
         stream.synchronize().map_err(gpu_error)?;
     }
@@ -288,6 +342,7 @@ pub(crate) fn upload_ranges<T: Float>(
         allocation,
         images: placed,
         first: range.start,
+        staging,
         element: PhantomData,
     })
 }

@@ -4,7 +4,7 @@
 
 use super::context::{poison, Gpu, KernelParams};
 use super::device::gpu_error;
-use super::image::{upload_ranges, UPLOAD_SLACK};
+use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::select::{pipelined_workspace, tile_rows, tiled_stripe};
 use crate::{Error, Float, Result, SeriesSet, Variant};
@@ -67,7 +67,7 @@ fn pair_pipelined<T: Float, P: KernelParams<T>>(
     let (n, m) = (a.max_len(), b.max_len());
     let workspace = pipelined_bytes::<T>(n);
     check_fits(n, m, pair_bytes(a, b, workspace), budget)?;
-    let uploaded = upload_ranges(gpu, &[a, b], 0..1)?;
+    let uploaded = upload_ranges(gpu, &[a, b], 0..1, AsyncCopies::Waited)?;
     let pair = (
         uploaded.batch(0, a).view(0..1),
         uploaded.batch(1, b).view(0..1),
@@ -213,7 +213,7 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
     let id = KernelId::new(P::MEASURE, driver, a.dims() == 1, T::PRECISION);
     let function = gpu.function(id)?;
     let stream = &gpu.stream;
-    let uploaded = upload_ranges(gpu, &[a, b], 0..1)?;
+    let uploaded = upload_ranges(gpu, &[a, b], 0..1, AsyncCopies::Waited)?;
     let (a_ref, b_ref) = (
         uploaded.batch(0, a).view(0..1),
         uploaded.batch(1, b).view(0..1),

@@ -17,16 +17,17 @@
 
 use super::context::{poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
-use super::image::{upload_ranges, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
+use super::image::{upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::long_pair::{check_fits, pair_pipelined_on};
 use super::multi::{on_one_gpu, spread_pair_blocks};
-use super::plan::chunks;
 use super::plan::paired::{operands, Shapes};
+use super::plan::{chunks, MAX_BLOCKS};
 use super::select::{
     band_width, block_threads, paired_variant, panels_kernel, pipelined_workspace, warp_kernel,
     WarpKernel,
 };
+use super::staging::outputs_to_host;
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::{result as driver, DevicePtr};
@@ -174,32 +175,43 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
 ) -> Result<Vec<T>> {
     let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
     let variant = choose(variant, &shapes)?;
-    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let series = |k: usize| image_bytes(x, k..k + 1) + image_bytes(y, k..k + 1);
-    let ranges = if variant == Variant::Tiled {
-        for k in 0..shapes.pairs() {
+    let pairs = shapes.pairs();
+    let (_one_at_a_time, budget, ranges) = if variant == Variant::Tiled {
+        let (busy, budget) = gpu.begin(memory_budget)?;
+        for k in 0..pairs {
             for l in 0..shapes.launches() {
                 let (n, m) = shapes.lengths(l, k);
                 let workspace = pipelined_workspace(n) + size_of::<T>();
                 check_fits(n, m, UPLOAD_SLACK + series(k) + workspace, budget)?;
             }
         }
-        (0..shapes.pairs()).map(|k| k..k + 1).collect()
+        (busy, budget, (0..pairs).map(|k| k..k + 1).collect())
     } else {
         let launches = launch_lengths(&shapes);
         let per_pair = value_bytes::<T, P>(&params, variant, &launches, x.dims());
-        chunks(
-            shapes.pairs(),
-            budget,
-            UPLOAD_SLACK,
-            |k| series(k) + per_pair,
-            "its value",
-        )?
+        // What the pairs take one by one (`series`: their images, each
+        // with two offsets more than a part of the whole images) and what
+        // the launches allocate: chunks are cut only where that passes
+        // the budget, found without asking the driver for a small call.
+        let images = image_bytes(x, 0..pairs) + image_bytes(y, 0..pairs);
+        let needed = UPLOAD_SLACK + images + pairs * (size_of::<u64>() * 2 + per_pair);
+        let (busy, budget) = gpu.begin_small(memory_budget, needed)?;
+        let ranges = if needed <= budget && pairs as u64 <= MAX_BLOCKS {
+            std::iter::once(0..pairs).collect()
+        } else {
+            let bytes = |k| series(k) + per_pair;
+            chunks(pairs, budget, UPLOAD_SLACK, bytes, "its value")?
+        };
+        (busy, budget, ranges)
     };
-    let (pairs, launches) = (shapes.pairs(), shapes.launches());
+    let launches = shapes.launches();
     let mut values = vec![T::ZERO; launches * pairs];
     for range in ranges {
-        let uploaded = upload_ranges(gpu, &[x, y], range.clone())?;
+        // Copies from page-locked batches run on while the launches are
+        // enqueued: `values_on` returns once its copy back is done (and so
+        // the launches and the copies before them), `settle` on failure.
+        let uploaded = upload_ranges(gpu, &[x, y], range.clone(), AsyncCopies::CallerWaits)?;
         let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
         let left = budget.saturating_sub(uploaded.bytes());
         let chunk = values_on(
@@ -320,7 +332,6 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
         at(borders_at) as *mut T
     };
     let mut values = vec![T::ZERO; launches * pairs];
-    let mut back = vec![T::ZERO; outputs];
     for range in ranges {
         let len = range.len();
         let chunk = shapes.range(&range);
@@ -397,13 +408,10 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
             continue;
         }
         // Returns once the copy (and so the launches) is done.
-        let back = &mut back[..launches * len];
-        stream
-            .memcpy_dtoh(&buffer.slice(..launches * len), back)
-            .map_err(gpu_error)?;
-        for l in 0..launches {
-            values[l * pairs + range.start..l * pairs + range.end]
-                .copy_from_slice(&back[l * len..(l + 1) * len]);
+        let parts: Vec<(usize, usize)> = (0..launches).map(|l| (l * len, len)).collect();
+        let back = outputs_to_host((stream, &gpu.pool), &buffer, &parts)?;
+        for (l, back) in back.iter().enumerate() {
+            values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(back);
         }
     }
     if device_out.is_some() {

@@ -7,6 +7,7 @@
 //! them.
 
 use crate::{Error, Result, Variant};
+use std::sync::OnceLock;
 use timewarp_kernels::catalogue::drivers;
 use timewarp_kernels::hw::{Tagged, LANES};
 use timewarp_kernels::launch::pairs::panel_workspace;
@@ -342,9 +343,13 @@ pub(crate) fn panels_kernel(
     })
 }
 
-/// `TIMEWARP_WARP_KERNEL`, if set.
-fn forced_name() -> Option<String> {
-    std::env::var("TIMEWARP_WARP_KERNEL").ok()
+/// `TIMEWARP_WARP_KERNEL`, if set, read once: the kernels are chosen
+/// several times a call, and each read of the environment takes its lock.
+fn forced_name() -> Option<&'static str> {
+    static FORCED: OnceLock<Option<String>> = OnceLock::new();
+    FORCED
+        .get_or_init(|| std::env::var("TIMEWARP_WARP_KERNEL").ok())
+        .as_deref()
 }
 
 /// The warp kernel named by `TIMEWARP_WARP_KERNEL` (a driver and shape as

@@ -4,7 +4,7 @@
 
 use super::context::{poison, Gpu, KernelParams};
 use super::device::gpu_error;
-use super::image::upload_ranges;
+use super::image::{upload_ranges, AsyncCopies};
 use super::plan::matrix::TilePlan;
 use super::plan::MAX_BLOCKS;
 use super::select::block_threads;
@@ -71,7 +71,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
     let stream = &gpu.stream;
     let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
     for (row_index, rows) in plan.a_blocks.iter().enumerate() {
-        let a_upload = upload_ranges(gpu, &[a], rows.clone())?;
+        let a_upload = upload_ranges(gpu, &[a], rows.clone(), AsyncCopies::Waited)?;
         let a_batch = a_upload.batch(0, a);
         for (column_index, columns) in plan.b_blocks.iter().enumerate() {
             if triangle_matrix && column_index < row_index {
@@ -82,7 +82,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
             let b_refs = if triangle {
                 a_batch.view(0..rows.len())
             } else {
-                b_upload = upload_ranges(gpu, &[b], columns.clone())?;
+                b_upload = upload_ranges(gpu, &[b], columns.clone(), AsyncCopies::Waited)?;
                 b_upload.batch(0, b).view(0..columns.len())
             };
             let a_refs = a_batch.view(0..rows.len());

@@ -159,29 +159,45 @@ fn matrices_equal<T: Float>(dims: usize, times: bool) {
 }
 
 /// Paired Soft-DTW values and gradients (each chunk uploaded for the
-/// call) and a long pair (tiled) from page-locked batches equal the
-/// ordinary ones exactly; the batches are dropped right after the calls.
+/// call, the copies from page-locked memory left running while the
+/// launches are enqueued) and a long pair (tiled) from page-locked batches
+/// equal the ordinary ones exactly; the batches are dropped right after the
+/// calls, so a call that returned before its copies were done would show.
 fn paired_and_long_pairs_equal() {
     let mut rng = rng(30);
     let lengths: Vec<usize> = (0..40).map(|k| 1 + (k * 23) % 120).collect();
+    let soft = SoftDtw::new(0.3).unwrap();
+    for dims in [1, 2] {
+        let x = random_set(&mut rng, &lengths, dims, 1.0)
+            .cast::<f32>()
+            .unwrap();
+        let y = random_set(&mut rng, &lengths, dims, 1.0)
+            .cast::<f32>()
+            .unwrap();
+        for variant in [None, Some(Variant::Warp), Some(Variant::Stencil)] {
+            // One chunk, and chunks of a few pairs.
+            for budget in [None, Some(64 << 10)] {
+                for metric in [soft, soft.divergence()] {
+                    let options = gpu_with(variant, budget);
+                    let expected = soft_dtw_pairs(&x, &y, metric, &options).unwrap();
+                    let (px, py) = (
+                        x.clone().into_page_locked().unwrap(),
+                        y.clone().into_page_locked().unwrap(),
+                    );
+                    let got = soft_dtw_pairs(&px, &py, metric, &options).unwrap();
+                    drop((px, py));
+                    let context = format!("dims {dims} {variant:?} {budget:?} {metric:?}");
+                    assert_eq!(got, expected, "{context}");
+                }
+            }
+        }
+    }
     let x = random_set(&mut rng, &lengths, 2, 1.0)
         .cast::<f32>()
         .unwrap();
     let y = random_set(&mut rng, &lengths, 2, 1.0)
         .cast::<f32>()
         .unwrap();
-    let soft = SoftDtw::new(0.3).unwrap();
-    for variant in [None, Some(Variant::Warp), Some(Variant::Stencil)] {
-        let options = gpu_with(variant, Some(64 << 10));
-        let expected = soft_dtw_pairs(&x, &y, soft, &options).unwrap();
-        let (px, py) = (
-            x.clone().into_page_locked().unwrap(),
-            y.clone().into_page_locked().unwrap(),
-        );
-        let got = soft_dtw_pairs(&px, &py, soft, &options).unwrap();
-        drop((px, py));
-        assert_eq!(got, expected, "{variant:?}");
-    }
     let options = gpu_with(None, None);
     let expected = soft_dtw_pairs_gradient(&x, &y, soft, &options, true).unwrap();
     let (px, py) = (
