@@ -7,11 +7,12 @@
 //! This is the CPU backend's answer to Soft-DTW's latency: one pair's cells
 //! wait on each other's exponentials and logarithm, `K` pairs' cells do
 //! not, and their arithmetic is the same instructions on `K` values, which
-//! LLVM vectorises. For that the lanes' `soft_exp` and `soft_ln` are not
-//! std's (a call per value, one value at a time) but branch-free range
-//! reductions and polynomials ([`exp_lanes`], [`ln_lanes`]) within an ulp
-//! of std's (tests/cpu_lockstep.rs measures them). Every other
-//! operation is the scalar one on each lane.
+//! LLVM vectorises. For that the lanes' `soft_pow` and `soft_log` (base
+//! `e`, as the host's scalars) are not std's (a call per value, one value
+//! at a time) but branch-free range reductions and polynomials
+//! ([`exp_lanes`], [`ln_lanes`]) within an ulp of std's
+//! (tests/cpu_lockstep.rs measures them). Every other operation is the
+//! scalar one on each lane.
 //!
 //! The polynomials use fused multiply-adds (`mul_add`): one instruction
 //! where the code is compiled for a processor that has them (the CPU
@@ -383,7 +384,7 @@ impl<T: Copy, const K: usize> Lanes<T, K> {
 
 /// Lane-wise [`Real`]: lane `l` of a result is the scalar operation on lane
 /// `l` of the arguments, with the fast [`exp_lanes`] and [`ln_lanes`] as
-/// `soft_exp` and `soft_ln`. `min` and `max` are comparisons (`a < b ? a :
+/// `soft_pow` and `soft_log`. `min` and `max` are comparisons (`a < b ? a :
 /// b`, one instruction each): equal to `T::min` and `T::max` on numbers,
 /// not on NaN, which the recurrences do not pass them.
 impl<T: LaneReal, const K: usize> Real for Lanes<T, K> {
@@ -447,12 +448,14 @@ impl<T: LaneReal, const K: usize> Real for Lanes<T, K> {
     fn powf(self, exponent: Self) -> Self {
         self.zip_map(exponent, T::powf)
     }
+    /// Base `e`, as the host's scalars.
+    const SOFT_LN_BASE: Self = Lanes([T::ONE; K]);
     #[inline(always)]
-    fn soft_exp(self) -> Self {
+    fn soft_pow(self) -> Self {
         exp_lanes(self)
     }
     #[inline(always)]
-    fn soft_ln(self) -> Self {
+    fn soft_log(self) -> Self {
         ln_lanes(self)
     }
 }

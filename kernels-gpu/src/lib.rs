@@ -59,6 +59,6 @@ pub use measures::soft_dtw::SoftDtwParams;
 pub use measures::twed::{BeforeFirst, TwedParams};
 pub use measures::window::SakoeChiba;
 pub use measures::{Measure, MeasureParams};
-pub use real::{Precision, Real};
+pub use real::{min3_of_bits, Precision, Real};
 pub use recurrence::{Differentiable, Neighbours, Recurrence, Unbounded, Window};
 pub use series::{Sample, Series, SetRef};

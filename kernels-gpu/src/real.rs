@@ -70,18 +70,37 @@ pub trait Real:
     /// on the GPU, where it is one instruction in place of two; a product
     /// and a sum on the host, where a fused one may be a slow library call.
     fn mul_add_fast(self, factor: Self, addend: Self) -> Self;
-    /// `exp(x)` as soft-min and its derivative use it (`x <= 0`, results in
-    /// `[0, 1]`): in `f32` on the GPU the hardware `ex2.approx.f32` of
-    /// `x log2(e)` (relative error below 2^-22), elsewhere [`Real::exp`].
-    fn soft_exp(self) -> Self;
-    /// `ln(x)` as soft-min uses it (`x` in `[1, 3]`): in `f32` on the GPU
-    /// `ln(2)` times the hardware `lg2.approx.f32` (absolute error below
-    /// 2^-22), elsewhere [`Real::ln`].
-    fn soft_ln(self) -> Self;
+    /// The natural logarithm of the base of [`Real::soft_pow`] and
+    /// [`Real::soft_log`]: `ln 2` where they are the GPU's base-2
+    /// instructions (`f32` on the GPU), else 1 (base `e`). Soft-min folds
+    /// it into its loop-invariant scales, so that a base-2 exponential
+    /// costs no multiplication of its own: `e^x = soft_pow(x /
+    /// SOFT_LN_BASE)` and `ln x = SOFT_LN_BASE * soft_log(x)`.
+    const SOFT_LN_BASE: Self;
+    /// The base's power, as soft-min and its derivative use it (results in
+    /// `[0, 1]`): in `f32` on the GPU the hardware `ex2.approx.ftz.f32`
+    /// (relative error below 2^-22), elsewhere [`Real::exp`].
+    fn soft_pow(self) -> Self;
+    /// The base's logarithm, as soft-min uses it (`x` in `[1, 3]`): in
+    /// `f32` on the GPU the hardware `lg2.approx.ftz.f32` (absolute error
+    /// below 2^-22), elsewhere [`Real::ln`].
+    fn soft_log(self) -> Self;
+    /// The smallest of `self`, `b` and `c`, each of them zero, positive or
+    /// `+inf` (never negative, never NaN), as DTW's accumulated costs are.
+    /// For such values the order of their bits as integers is the
+    /// order of the values, so in `f32` on the GPU this is the integer
+    /// minimum of the bits, two `min.s32` that sm_90 and up compile to one
+    /// three-input `VIMNMX3` (where two float minimums stay two `FMNMX`);
+    /// elsewhere two [`Real::min`]s. Other arguments give an unspecified
+    /// one of them.
+    #[inline(always)]
+    fn min3_nonnegative(self, b: Self, c: Self) -> Self {
+        self.min(b).min(c)
+    }
 }
 
 macro_rules! impl_real {
-    ($t:ty, $precision:ident, $sqrt_intrinsic:ident, $fma_intrinsic:ident, $exp:path, $ln:path, $pow:path, $soft_exp:path, $soft_ln:path) => {
+    ($t:ty, $precision:ident, $sqrt_intrinsic:ident, $fma_intrinsic:ident, $exp:path, $ln:path, $pow:path, $soft_ln_base:expr, $soft_pow:path, $soft_log:path, $min3_nonnegative:path) => {
         impl Real for $t {
             const PRECISION: Precision = Precision::$precision;
             const ZERO: Self = 0.0;
@@ -169,23 +188,32 @@ macro_rules! impl_real {
                 $pow(self, exponent)
             }
             #[cfg(target_arch = "nvptx64")]
+            const SOFT_LN_BASE: Self = $soft_ln_base;
+            #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
-            fn soft_exp(self) -> Self {
-                $soft_exp(self)
+            fn soft_pow(self) -> Self {
+                $soft_pow(self)
             }
             #[cfg(target_arch = "nvptx64")]
             #[inline(always)]
-            fn soft_ln(self) -> Self {
-                $soft_ln(self)
+            fn soft_log(self) -> Self {
+                $soft_log(self)
+            }
+            #[cfg(target_arch = "nvptx64")]
+            #[inline(always)]
+            fn min3_nonnegative(self, b: Self, c: Self) -> Self {
+                $min3_nonnegative(self, b, c)
             }
             #[cfg(not(target_arch = "nvptx64"))]
+            const SOFT_LN_BASE: Self = 1.0;
+            #[cfg(not(target_arch = "nvptx64"))]
             #[inline(always)]
-            fn soft_exp(self) -> Self {
+            fn soft_pow(self) -> Self {
                 <$t>::exp(self)
             }
             #[cfg(not(target_arch = "nvptx64"))]
             #[inline(always)]
-            fn soft_ln(self) -> Self {
+            fn soft_log(self) -> Self {
                 <$t>::ln(self)
             }
             #[cfg(not(target_arch = "nvptx64"))]
@@ -231,8 +259,10 @@ impl_real!(
     libm::expf,
     libm::logf,
     libm::powf,
-    fast::exp_f32,
-    fast::ln_f32
+    core::f32::consts::LN_2,
+    fast::ex2_f32,
+    fast::lg2_f32,
+    min3_of_bits
 );
 impl_real!(
     f64,
@@ -242,9 +272,30 @@ impl_real!(
     libm::exp,
     libm::log,
     libm::pow,
+    1.0,
     libm::exp,
-    libm::log
+    libm::log,
+    min3_by_min
 );
+
+/// The smallest of three `f32`s that are each zero, positive or `+inf`, as
+/// the integer minimum of their bits: [`Real::min3_nonnegative`] in `f32`
+/// on the GPU (two `min.s32`, one `VIMNMX3` on sm_90), on every target so
+/// that the host's tests check it. Signed, so that a negative zero, tied
+/// with zero for the smallest value, also has the smallest bits.
+#[inline(always)]
+pub fn min3_of_bits(a: f32, b: f32, c: f32) -> f32 {
+    let bits = |x: f32| x.to_bits() as i32;
+    f32::from_bits(bits(a).min(bits(b)).min(bits(c)) as u32)
+}
+
+/// [`Real::min3_nonnegative`] in `f64` on the GPU: there is no 64-bit
+/// three-input minimum, so two [`Real::min`]s (a compare and a select each).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn min3_by_min(a: f64, b: f64, c: f64) -> f64 {
+    Real::min(Real::min(a, b), c)
+}
 
 /// The GPU's special-function unit in `f32`: `ex2.approx.ftz.f32` and
 /// `lg2.approx.ftz.f32`, one instruction each (the `libm` versions take
@@ -265,14 +316,14 @@ mod fast {
     }
 
     #[inline(always)]
-    pub fn exp_f32(x: f32) -> f32 {
+    pub fn ex2_f32(x: f32) -> f32 {
         // SAFETY: a pure instruction, defined for every input.
-        unsafe { ex2_approx(x * core::f32::consts::LOG2_E) }
+        unsafe { ex2_approx(x) }
     }
 
     #[inline(always)]
-    pub fn ln_f32(x: f32) -> f32 {
+    pub fn lg2_f32(x: f32) -> f32 {
         // SAFETY: as above.
-        unsafe { lg2_approx(x) * core::f32::consts::LN_2 }
+        unsafe { lg2_approx(x) }
     }
 }

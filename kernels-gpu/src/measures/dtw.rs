@@ -30,7 +30,7 @@ impl<T: Real> Recurrence<T> for DtwParams {
     type Column = Sample<T>;
     type Window = SakoeChiba;
 
-    /// A subtraction, two minimums and a fused multiply-add.
+    /// A subtraction, a three-way minimum and a fused multiply-add.
     const CHEAP_CELL: bool = true;
 
     #[inline(always)]
@@ -57,6 +57,6 @@ impl<T: Real> Recurrence<T> for DtwParams {
         b: &Series<T>,
         Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
-        a.squared_distance_plus(row, b, column, diag.min(up).min(left))
+        a.squared_distance_plus(row, b, column, diag.min3_nonnegative(up, left))
     }
 }

@@ -38,26 +38,35 @@ impl<T: Copy> MeasureParams for SoftDtwParams<T> {
     const MEASURE: Measure = Measure::SoftDtw;
 }
 
-/// `-gamma * ln(exp(-a/gamma) + exp(-b/gamma) + exp(-c/gamma))`, computed
-/// after shifting by the smallest argument, so that no exponential
-/// overflows and the smallest one's term is exactly 1: `smallest - gamma *
-/// ln(1 + exp((smallest - middle) / gamma) + exp((smallest - largest) /
-/// gamma))`. Two exponentials and one logarithm of a sum in `[1, 3]`; for
-/// `gamma -> 0` the exponentials underflow to 0 and the result is the
-/// minimum exactly (the DTW limit). Infinite arguments contribute 0; all
-/// three infinite give infinity.
+/// `plus(m) - m + soft_min(a, b, c)`, where `m` is the smallest argument
+/// and `soft_min(a, b, c) = -gamma * ln(exp(-a/gamma) + exp(-b/gamma) +
+/// exp(-c/gamma))`, computed after shifting by `m`, so that no
+/// exponential overflows and the smallest one's term is exactly 1: `m -
+/// gamma * ln(1 + exp((m - middle) / gamma) + exp((m - largest) /
+/// gamma))`. Two exponentials and one logarithm of a sum in `[1, 3]`, in
+/// the base [`Real::soft_pow`] computes; for `gamma -> 0` the exponentials
+/// underflow to 0 and the result is `plus(m)` exactly (the DTW limit).
+/// Infinite arguments contribute 0; all three infinite give infinity.
+///
+/// `c` comes last in the order of its dependencies: what `a` and `b` give
+/// (their order) is computed apart from it, so that a driver whose `c`
+/// arrives last (the left neighbour, from the cell just computed) waits on
+/// two minimums, a subtraction, a scaling, an exponential, two additions,
+/// a logarithm, a fused multiply-add and a select. `plus` is the cell's
+/// cost added to `m` (one fused multiply-add for univariate DTW costs).
 #[inline(always)]
-pub fn soft_min<T: Real>(gamma: T, a: T, b: T, c: T) -> T {
+pub fn soft_min_plus<T: Real>(gamma: T, a: T, b: T, c: T, plus: impl FnOnce(T) -> T) -> T {
     let (low, high) = (a.min(b), a.max(b));
     let smallest = low.min(c);
     let largest = high.max(c);
     let middle = low.max(high.min(c));
-    // Loop-invariant: the drivers' loops compute it once.
-    let scale = T::ONE / gamma;
+    // Loop-invariant: the drivers' loops compute them once.
+    let exp_scale = T::ONE / (gamma * T::SOFT_LN_BASE);
+    let log_scale = gamma * T::SOFT_LN_BASE;
     let sum = T::ONE
-        + ((smallest - middle) * scale).soft_exp()
-        + ((smallest - largest) * scale).soft_exp();
-    let value = smallest - gamma * sum.soft_ln();
+        + ((smallest - middle) * exp_scale).soft_pow()
+        + ((smallest - largest) * exp_scale).soft_pow();
+    let value = sum.soft_log().mul_add_fast(-log_scale, plus(smallest));
     // A select, not an early return: a branch around each cell would keep
     // the GPU from interleaving independent cells (`drivers::columns::skewed`).
     // With every argument infinite `value` is NaN, and unused.
@@ -66,12 +75,6 @@ pub fn soft_min<T: Real>(gamma: T, a: T, b: T, c: T) -> T {
     } else {
         value
     }
-}
-
-/// The Soft-DTW cell update.
-#[inline(always)]
-pub fn soft_dtw_cell<T: Real>(gamma: T, cost: T, diag: T, up: T, left: T) -> T {
-    cost + soft_min(gamma, diag, up, left)
 }
 
 impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
@@ -106,13 +109,9 @@ impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
         b: &Series<T>,
         Neighbours { diag, up, left }: Neighbours<T>,
     ) -> T {
-        soft_dtw_cell(
-            self.gamma,
-            a.squared_distance_of(row, b, column),
-            diag,
-            up,
-            left,
-        )
+        soft_min_plus(self.gamma, diag, up, left, |smallest| {
+            a.squared_distance_plus(row, b, column, smallest)
+        })
     }
 }
 
@@ -137,7 +136,8 @@ impl<T: Real> Differentiable<T> for SoftDtwParams<T> {
     fn partial(&self, key: T, neighbour: T) -> T {
         // The soft minimum is at most each neighbour; rounding can make the
         // difference slightly positive, which must not give weights above 1.
-        ((key - neighbour).min(T::ZERO) * (T::ONE / self.gamma)).soft_exp()
+        let exp_scale = T::ONE / (self.gamma * T::SOFT_LN_BASE);
+        ((key - neighbour).min(T::ZERO) * exp_scale).soft_pow()
     }
 
     #[inline(always)]

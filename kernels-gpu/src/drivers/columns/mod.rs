@@ -187,10 +187,15 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         wave.fetch_left(wave.chunk_len);
     }
 
-    if window.is_banded() {
-        wave.sweep::<true>(lanes_used);
-    } else {
-        wave.sweep::<false>(lanes_used);
+    // A cheap cell's region on the matrix's left edge takes steps without
+    // the border's hand-out, which would be a fifth of such a step; other
+    // measures' steps test `has_left` (one copy of their larger steps).
+    let left = wave.has_left || !M::CHEAP_CELL;
+    match (window.is_banded(), left) {
+        (true, true) => wave.sweep::<true, true>(lanes_used),
+        (true, false) => wave.sweep::<true, false>(lanes_used),
+        (false, true) => wave.sweep::<false, true>(lanes_used),
+        (false, false) => wave.sweep::<false, false>(lanes_used),
     }
 
     let cells = wave.cells;
@@ -334,9 +339,10 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
     /// lanes_used - 1`) and drains (`t >= rows`) some lanes have no row; in
     /// between every working lane has one, and the steps skip the test.
     /// `BANDED` is the measure's `banded()`, a constant so that an unbanded
-    /// measure's steps carry no band test.
+    /// measure's steps carry no band test; without `LEFT` the region has no
+    /// left border (with it, `has_left` says whether it has one).
     #[inline(always)]
-    unsafe fn sweep<const BANDED: bool>(&mut self, lanes_used: u32) {
+    unsafe fn sweep<const BANDED: bool, const LEFT: bool>(&mut self, lanes_used: u32) {
         let rows = self.rows;
         let steps = rows + lanes_used - 1;
         let full_from = (lanes_used - 1).min(rows);
@@ -350,19 +356,19 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
                 // a second step moves them back in place of the moves a
                 // loop would need.
                 while M::CHEAP_CELL && t + 1 < rows {
-                    self.step::<false, BANDED>(t);
-                    self.step::<false, BANDED>(t + 1);
+                    self.step::<false, BANDED, LEFT>(t);
+                    self.step::<false, BANDED, LEFT>(t + 1);
                     t += 2;
                 }
                 while t < rows {
-                    self.step::<false, BANDED>(t);
+                    self.step::<false, BANDED, LEFT>(t);
                     t += 1;
                 }
                 if t == steps {
                     break;
                 }
             }
-            self.step::<true, BANDED>(t);
+            self.step::<true, BANDED, LEFT>(t);
             t += 1;
         }
     }
@@ -370,11 +376,12 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
     /// Step `t` of the wavefront: this lane computes row `t - lane` of its
     /// stripe. `CHECKED` steps test whether the lane has a row at this step;
     /// unchecked ones are for steps where every working lane has one.
+    /// `LEFT` as in [`Self::sweep`].
     #[inline(always)]
-    unsafe fn step<const CHECKED: bool, const BANDED: bool>(&mut self, t: u32) {
+    unsafe fn step<const CHECKED: bool, const BANDED: bool, const LEFT: bool>(&mut self, t: u32) {
         let warp = self.warp;
         let from_lane_before = warp.shuffle_up(self.cells[S - 1]);
-        let border = if self.has_left {
+        let border = if LEFT && self.has_left {
             // chunk_len is a power of two.
             let in_chunk = t & (self.chunk_len - 1);
             let border = warp.broadcast(self.chunk, in_chunk as usize);
