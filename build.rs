@@ -167,9 +167,12 @@ fn build_kernels(root: &Path, out_dir: &Path, target: &str) -> Result<Kernels, S
         run_kernel_build(&kernel_dir, &channel, &target_dir, &built, target)?;
         if built.exists() {
             let embedded = out_dir.join(format!("timewarp_{target}.ptx"));
-            fs::copy(&built, &embedded).map_err(|e| format!("copying {}: {e}", built.display()))?;
-            let bytes =
-                fs::read(&embedded).map_err(|e| format!("reading {}: {e}", embedded.display()))?;
+            let ptx = fs::read_to_string(&built)
+                .map_err(|e| format!("reading {}: {e}", built.display()))?;
+            let ptx = ptx_index::with_register_caps(&ptx, ptx_index::REGISTER_CAPS)?;
+            fs::write(&embedded, &ptx)
+                .map_err(|e| format!("writing {}: {e}", embedded.display()))?;
+            let bytes = ptx.into_bytes();
             let hash = format!("{:016x}", fnv1a_64(&bytes))[..HASH_DIGITS].to_string();
             return Ok(Kernels {
                 ptx: embedded,

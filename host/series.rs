@@ -323,6 +323,8 @@ impl<T: Float> SeriesSet<T> {
                 .map_or(std::ptr::null(), |t| t.as_ptr()),
             count: self.len() as u64,
             dims: self.dims as u64,
+            uniform_len: 0,
+            uniform_first: 0,
         }
     }
 }

@@ -90,9 +90,9 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
         gpu.stream.wait(&event).map_err(gpu_error)?;
     }
     let result = (|| {
-        let xs = ForeignBatch::<T>::new(gpu, x.address, (x.count, x.len, x.dims))?;
-        let ys = ForeignBatch::<T>::new(gpu, y.address, (y.count, y.len, y.dims))?;
-        let (xb, yb) = (xs.batch(gpu), ys.batch(gpu));
+        let xs = ForeignBatch::<T>::new(x.address, (x.count, x.len, x.dims));
+        let ys = ForeignBatch::<T>::new(y.address, (y.count, y.len, y.dims));
+        let (xb, yb) = (xs.batch(), ys.batch());
         let shapes = Shapes::new(xb.offsets(), yb.offsets(), divergence);
         match wanted {
             Wanted::Values => {

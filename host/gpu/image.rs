@@ -78,6 +78,7 @@ impl<T: Float> DeviceSeriesSet<T> {
             layout: self.image.layout,
             values_address: self.image.base + self.image.layout.values_at() as u64,
             offsets: &self.offsets,
+            uniform: None,
             memory: PhantomData,
         }
     }
@@ -96,7 +97,19 @@ pub(crate) struct DeviceBatch<'a, T> {
     /// `len + 1` sample offsets; only their differences count (those of an
     /// uploaded range start where the range starts in its host batch).
     offsets: &'a [u64],
+    /// Every series' length, when they are all equal and the kernels find
+    /// them without offsets in device memory ([`SetRef::uniform_len`]).
+    uniform: Option<u64>,
     memory: PhantomData<&'a T>,
+}
+
+/// The length every series of `offsets` has, if they all have the same.
+pub(crate) fn uniform_length(offsets: &[u64]) -> Option<u64> {
+    let first = offsets.get(1).map_or(0, |&end| end - offsets[0]);
+    offsets
+        .windows(2)
+        .all(|w| w[1] - w[0] == first)
+        .then_some(first)
 }
 
 impl<'a, T> DeviceBatch<'a, T> {
@@ -121,15 +134,25 @@ impl<'a, T> DeviceBatch<'a, T> {
     pub(crate) fn view(&self, range: Range<usize>) -> SetRef<T> {
         let mut view = self.layout.set_ref(self.base, range.start, range.len());
         view.values = self.values_address as *const T;
+        if self.layout.times {
+            // The timestamps follow the values, as in an image.
+            let after_values = self.layout.times_at() - self.layout.values_at();
+            view.times = (self.values_address + after_values as u64) as *const T;
+        }
+        if let Some(len) = self.uniform {
+            view.offsets = std::ptr::null();
+            view.uniform_len = len;
+            view.uniform_first = range.start as u64;
+        }
         view
     }
 }
 
 /// `count` series of `len` samples of `dims` values each, C-contiguous in
-/// device memory the caller owns and keeps alive (a CUDA tensor's), with
-/// their offsets in an allocation of ours: read in place, never freed.
+/// device memory the caller owns and keeps alive (a CUDA tensor's): read in
+/// place, never freed. All of one length, the kernels need no offsets of
+/// them in device memory.
 pub(crate) struct ForeignBatch<T> {
-    offsets_on_device: CudaSlice<u64>,
     offsets: Vec<u64>,
     values_address: u64,
     layout: Layout,
@@ -137,17 +160,10 @@ pub(crate) struct ForeignBatch<T> {
 }
 
 impl<T: Float> ForeignBatch<T> {
-    /// The batch at device address `values`; its offsets are uploaded on
-    /// the GPU's stream.
-    pub(crate) fn new(
-        gpu: &Gpu,
-        values: u64,
-        (count, len, dims): (usize, usize, usize),
-    ) -> Result<Self> {
+    /// The batch at device address `values`.
+    pub(crate) fn new(values: u64, (count, len, dims): (usize, usize, usize)) -> Self {
         let offsets: Vec<u64> = (0..=count).map(|k| (k * len) as u64).collect();
-        let offsets_on_device = gpu.stream.clone_htod(&offsets).map_err(gpu_error)?;
-        Ok(ForeignBatch {
-            offsets_on_device,
+        ForeignBatch {
             offsets,
             values_address: values,
             layout: Layout {
@@ -158,32 +174,37 @@ impl<T: Float> ForeignBatch<T> {
                 element: size_of::<T>(),
             },
             element: PhantomData,
-        })
+        }
     }
 
     /// The batch as the paired kernels read it.
-    pub(crate) fn batch(&self, gpu: &Gpu) -> DeviceBatch<'_, T> {
+    pub(crate) fn batch(&self) -> DeviceBatch<'_, T> {
+        let len = self.offsets.get(1).copied().unwrap_or(0);
         DeviceBatch {
-            base: self.offsets_on_device.device_ptr(&gpu.stream).0,
+            base: 0,
             layout: self.layout,
             values_address: self.values_address,
             offsets: &self.offsets,
+            uniform: Some(len),
             memory: PhantomData,
         }
     }
 }
 
-/// Ranges of host batches uploaded for one computation, an image each, in
-/// one allocation ([`upload_ranges`]).
+/// Ranges of host batches uploaded for one computation, in one allocation
+/// ([`upload_ranges`]): every image's offsets together, then each image's
+/// values and timestamps.
 pub(crate) struct Uploaded<'a, T> {
     allocation: CudaSlice<u8>,
-    /// Each image's address and layout.
-    images: Vec<(u64, Layout)>,
+    /// Each image's offsets' and values' addresses, its layout, and the
+    /// length of all its series if they are all of one (its offsets are
+    /// then not copied).
+    images: Vec<(u64, u64, Layout, Option<u64>)>,
     /// The range's first series in its host batch.
     first: usize,
-    /// The pinned buffer the offsets were copied from, and its pool: given
-    /// back when the upload is dropped, after the copies (the caller waits
-    /// for them first, [`AsyncCopies::CallerWaits`]).
+    /// The pinned buffer the offsets (and staged values) were copied from,
+    /// and its pool: given back when the upload is dropped, after the copies
+    /// (the caller waits for them first, [`AsyncCopies::CallerWaits`]).
     staging: Option<(Pinned, &'a PinnedPool)>,
     element: PhantomData<T>,
 }
@@ -196,11 +217,14 @@ impl<T> Drop for Uploaded<'_, T> {
     }
 }
 
-/// Images of an upload start at multiples of this in its allocation.
+/// The parts of an upload start at multiples of this in its allocation.
 const UPLOAD_ALIGN: usize = 256;
-/// What an upload of two images may take beyond their bytes: their
-/// padding.
-pub(crate) const UPLOAD_SLACK: usize = 2 * UPLOAD_ALIGN;
+/// What an upload of two images may take beyond their bytes: the padding
+/// after their offsets and after each one's values.
+pub(crate) const UPLOAD_SLACK: usize = 3 * UPLOAD_ALIGN;
+/// Values of batches in ordinary memory up to which an upload the caller
+/// waits for writes them into a pinned buffer ([`upload_ranges`]).
+const STAGED_VALUES_BYTES: usize = 256 << 10;
 
 impl<T: Float> Uploaded<'_, T> {
     /// Bytes of device memory it holds.
@@ -211,11 +235,12 @@ impl<T: Float> Uploaded<'_, T> {
     /// Image `index` as the paired kernels read it; `set` is the host
     /// batch it was uploaded from.
     pub(crate) fn batch<'b>(&'b self, index: usize, set: &'b SeriesSet<T>) -> DeviceBatch<'b, T> {
-        let (base, layout) = self.images[index];
+        let (base, values_address, layout, uniform) = self.images[index];
         DeviceBatch {
             base,
             layout,
-            values_address: base + layout.values_at() as u64,
+            values_address,
+            uniform,
             offsets: &set.parts().1[self.first..=self.first + layout.count],
             memory: PhantomData,
         }
@@ -255,9 +280,13 @@ pub(crate) enum AsyncCopies {
     CallerWaits,
 }
 
-/// Series `range` of each of `sets`, uploaded for one computation: an image
-/// each, in one allocation, copied on the GPU's stream straight from the
-/// batches' own arrays (their offsets rebased), the values first. The
+/// Series `range` of each of `sets`, uploaded for one computation, in one
+/// allocation: every image's offsets (rebased) one after the other, then
+/// each image's values and timestamps, copied on the GPU's stream straight
+/// from the batches' own arrays. The values go first: from page-locked
+/// batches they are on the bus while the offsets are prepared, which then
+/// take one copy for all the images, or none when each image's series are
+/// all of one length (the kernels then compute where each starts). The
 /// caller holds the GPU's lock and runs the kernels that read the images
 /// on the same stream.
 pub(crate) fn upload_ranges<'g, T: Float>(
@@ -266,71 +295,118 @@ pub(crate) fn upload_ranges<'g, T: Float>(
     range: Range<usize>,
     page_locked: AsyncCopies,
 ) -> Result<Uploaded<'g, T>> {
-    debug_assert!(sets.len() <= UPLOAD_SLACK / UPLOAD_ALIGN);
+    debug_assert!(sets.len() < UPLOAD_SLACK / UPLOAD_ALIGN);
     let images: Vec<Image> = sets.iter().map(|set| Image::new(set, &range)).collect();
-    let mut starts = Vec::with_capacity(images.len());
-    let mut total = 0;
+    let offsets_bytes: usize = images.iter().map(|image| image.layout.values_at()).sum();
+    let mut values_starts = Vec::with_capacity(images.len());
+    let mut total = offsets_bytes.next_multiple_of(UPLOAD_ALIGN);
     for image in &images {
-        starts.push(total);
-        total = (total + image.layout.bytes()).next_multiple_of(UPLOAD_ALIGN);
+        values_starts.push(total);
+        let layout = image.layout;
+        total = (total + layout.bytes() - layout.values_at()).next_multiple_of(UPLOAD_ALIGN);
     }
-    // Every image's offsets, rebased, one after the other.
-    let offsets: Vec<u64> = images
-        .iter()
-        .flat_map(|image| image.offsets.iter().map(|&o| o - image.offsets[0]))
-        .collect();
-    let mut staging = None;
-    let offsets: &[u8] = if page_locked == AsyncCopies::CallerWaits {
-        let bytes = as_bytes_u64(&offsets);
-        let mut buffer = gpu.pool.take(&gpu.context, bytes.len(), true)?;
-        // SAFETY: a buffer taken from the pool has no copy in flight.
-        let staged = unsafe { buffer.bytes_mut(bytes.len()) };
-        staged.copy_from_slice(bytes);
-        let (at, len) = (staged.as_ptr(), staged.len());
-        staging = Some((buffer, &gpu.pool));
-        // SAFETY: the buffer (its memory does not move with it) is not
-        // written again before it goes back to the pool, after the copies.
-        unsafe { std::slice::from_raw_parts(at, len) }
-    } else {
-        as_bytes_u64(&offsets)
-    };
     let stream = &gpu.stream;
     // SAFETY: every byte of the images is copied in below before any
     // kernel reads it.
     let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
     let base = allocation.device_ptr(stream).0;
-    let placed: Vec<(u64, Layout)> = images
+    let mut offsets_at = base;
+    let placed: Vec<(u64, u64, Layout, Option<u64>)> = images
         .iter()
-        .zip(&starts)
-        .map(|(image, &start)| (base + start as u64, image.layout))
+        .zip(&values_starts)
+        .map(|(image, &start)| {
+            let offsets = offsets_at;
+            offsets_at += image.layout.values_at() as u64;
+            let uniform = uniform_length(image.offsets);
+            (offsets, base + start as u64, image.layout, uniform)
+        })
         .collect();
-    let copy = || -> Result<()> {
-        let mut copies = Vec::with_capacity(3 * images.len());
-        let mut offsets_at = 0;
-        for (image, &(at, layout)) in images.iter().zip(&placed) {
-            let offsets_len = (layout.count + 1) * size_of::<u64>();
-            copies.push((at + layout.values_at() as u64, image.values));
-            copies.push((at + layout.times_at() as u64, image.times));
-            copies.push((at, &offsets[offsets_at..offsets_at + offsets_len]));
-            offsets_at += offsets_len;
-        }
-        // The values first: the larger copies start while the rest is
-        // enqueued.
-        copies.sort_by_key(|&(_, bytes)| std::cmp::Reverse(bytes.len()));
-        for (to, bytes) in copies {
-            if !bytes.is_empty() {
-                // SAFETY: the allocation holds the image's bytes at `to`; a
-                // copy from pageable memory has read `bytes` when it
-                // returns; one from page-locked memory (a batch's, or the
-                // staged offsets) ends before they may be dropped
-                // (`page_locked`).
-                unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }
-                    .map_err(gpu_error)?;
+    // The kernels read offsets only of batches whose series differ in length.
+    let needs_offsets = placed.iter().any(|&(.., uniform)| uniform.is_none());
+    // With the caller waiting, the offsets go through a kept pinned buffer,
+    // and so do the values of batches in ordinary memory when they are
+    // few (written there faster than the driver copies pageable memory;
+    // larger ones are not: docs/benchmarks.md). Page-locked batches are
+    // copied from where they are.
+    let caller_waits = page_locked == AsyncCopies::CallerWaits;
+    let ordinary: usize = images
+        .iter()
+        .filter(|image| !image.page_locked)
+        .map(|image| image.layout.bytes() - image.layout.values_at())
+        .sum();
+    let stages_values = caller_waits && ordinary <= STAGED_VALUES_BYTES;
+    let direct = |image: &Image| image.page_locked || !stages_values;
+    let mut staging = None;
+    let copy = |staging: &mut Option<(Pinned, &'g PinnedPool)>| -> Result<()> {
+        let to_device = |to: u64, bytes: &[u8]| -> Result<()> {
+            if bytes.is_empty() {
+                return Ok(());
             }
+            // SAFETY: the allocation holds these bytes of the upload at
+            // `to`; a copy from pageable memory has read `bytes` when it
+            // returns; one from page-locked memory (a batch's, or the
+            // staging buffer) ends before they may be dropped
+            // (`page_locked`).
+            unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }.map_err(gpu_error)
+        };
+        let after_values = |layout: Layout| (layout.times_at() - layout.values_at()) as u64;
+        for (image, &(_, values, layout, _)) in images.iter().zip(&placed) {
+            if direct(image) {
+                to_device(values, image.values)?;
+                to_device(values + after_values(layout), image.times)?;
+            }
+        }
+        // Every image's offsets, rebased, one after the other; none when
+        // no kernel reads them.
+        let offsets: Vec<u64> = images
+            .iter()
+            .filter(|_| needs_offsets)
+            .flat_map(|image| image.offsets.iter().map(|&o| o - image.offsets[0]))
+            .collect();
+        let offsets = as_bytes_u64(&offsets);
+        if !caller_waits {
+            return to_device(base, offsets);
+        }
+        // The offsets, then where each staged image's values go.
+        let mut pieces = Vec::with_capacity(images.len() + 1);
+        pieces.push(0..offsets.len());
+        for (image, &(_, values, layout, _)) in images.iter().zip(&placed) {
+            if !direct(image) {
+                let start = (values - base) as usize;
+                pieces.push(start..start + layout.bytes() - layout.values_at());
+            }
+        }
+        let len = pieces.iter().map(|piece| piece.end).max().unwrap_or(0);
+        if len == 0 {
+            return Ok(()); // nothing to stage
+        }
+        let mut buffer = gpu.pool.take(&gpu.context, len, true)?;
+        // SAFETY: a buffer taken from the pool has no copy in flight.
+        let bytes = unsafe { buffer.bytes_mut(len) };
+        bytes[..offsets.len()].copy_from_slice(offsets);
+        let staged = images
+            .iter()
+            .zip(&placed)
+            .filter(|(image, _)| !direct(image));
+        for ((image, &(_, _, layout, _)), piece) in staged.zip(&pieces[1..]) {
+            image.write(&mut bytes[piece.clone()], layout.values_at());
+        }
+        if pieces.len() == images.len() + 1 {
+            // Everything was staged: one copy, padding and all.
+            pieces.clear();
+            pieces.push(0..len);
+        }
+        let (at, bytes) = (bytes.as_ptr(), bytes.len());
+        *staging = Some((buffer, &gpu.pool));
+        // SAFETY: the buffer (its memory does not move with it) is not
+        // written again before it goes back to the pool, after the copies.
+        let bytes = unsafe { std::slice::from_raw_parts(at, bytes) };
+        for piece in pieces {
+            to_device(base + piece.start as u64, &bytes[piece])?;
         }
         Ok(())
     };
-    let copied = copy();
+    let copied = copy(&mut staging);
     let running = staging.is_some() || images.iter().any(|image| image.page_locked);
     if running && (page_locked == AsyncCopies::Waited || copied.is_err()) {
         // They end here, failed or not, before the caller may drop the
@@ -345,4 +421,18 @@ pub(crate) fn upload_ranges<'g, T: Float>(
         staging,
         element: PhantomData,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uniform_length;
+
+    #[test]
+    fn uniform_lengths_are_found_and_only_those() {
+        assert_eq!(uniform_length(&[0, 4, 8, 12]), Some(4));
+        assert_eq!(uniform_length(&[7, 10, 13]), Some(3));
+        assert_eq!(uniform_length(&[0, 1]), Some(1));
+        assert_eq!(uniform_length(&[0, 4, 8, 13]), None);
+        assert_eq!(uniform_length(&[0, 5, 8, 12]), None);
+    }
 }

@@ -78,6 +78,8 @@ impl Layout {
             },
             count: count as u64,
             dims: self.dims as u64,
+            uniform_len: 0,
+            uniform_first: 0,
         }
     }
 }

@@ -9,11 +9,13 @@
 //! the warp's shape or the chunk), so every way of cutting and launching a
 //! batch gives the same bits.
 //!
-//! Device memory besides the batches: one output per pair and, for the
-//! warp kernel with series wider than one warp's columns, a border of
-//! `len + 1` values per pair. Batches are cut into chunks that fit the
-//! memory budget; outputs and borders are allocated once per call, for the
-//! largest chunk, and the values copied back once per chunk.
+//! The values go straight into a kept pinned buffer on the host (mapped),
+//! or where the call's values are too many for one, into device memory,
+//! copied back once per chunk. Device memory besides the batches: those
+//! outputs and, for the warp kernel with series wider than one warp's
+//! columns, a border of `len + 1` values per pair. Batches are cut into
+//! chunks that fit the memory budget; outputs and borders are allocated
+//! once per call, for the largest chunk.
 
 use super::context::{poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
@@ -27,7 +29,7 @@ use super::select::{
     band_width, block_threads, paired_variant, panels_kernel, pipelined_workspace, warp_kernel,
     WarpKernel,
 };
-use super::staging::outputs_to_host;
+use super::staging::{outputs_to_host, MappedOutputs};
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::{result as driver, DevicePtr};
@@ -307,24 +309,36 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     let per_pair = value_bytes::<T, P>(&params, variant, &lengths, dims);
     let ranges = chunks(pairs, budget, 0, |_| per_pair, "its value")?;
     let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
-    // One buffer for every chunk in turn: the chunk's outputs, launch after
-    // launch (poisoned before each chunk), then the warp kernel's borders
-    // (zeroed once: each panel writes the border rows the next one reads).
-    // Without borders nothing needs zeroing: one memset less a call.
     let stream = &gpu.stream;
-    let outputs = launches * longest_chunk;
+    // The values go straight to the host when a kept pinned buffer holds
+    // them all (poisoned there); else they are copied back from the device.
+    let mapped = match device_out {
+        None => MappedOutputs::take::<T>((stream, &gpu.pool), launches * pairs)?,
+        Some(_) => None,
+    };
+    // One device buffer for every chunk in turn: the chunk's outputs unless
+    // mapped, launch after launch (poisoned before each chunk), then the
+    // warp kernel's borders (zeroed once: each panel writes the border rows
+    // the next one reads). Without borders nothing needs zeroing: one
+    // memset less a call; with mapped outputs too, no buffer at all.
+    let outputs = if mapped.is_some() {
+        0
+    } else {
+        launches * longest_chunk
+    };
     // The borders hold tagged values, loaded 16 bytes at a time.
     let borders_at = outputs.next_multiple_of(size_of::<Tagged>() / size_of::<T>());
     let len = borders_at + border * longest_chunk;
-    let buffer = if border == 0 {
+    let buffer = match (len, border) {
+        (0, _) => None,
         // SAFETY: every value is poisoned before the launches, which write
         // them before the copy back reads them.
-        unsafe { stream.alloc::<T>(len) }
-    } else {
-        stream.alloc_zeros::<T>(len)
+        (_, 0) => Some(unsafe { stream.alloc::<T>(len) }),
+        _ => Some(stream.alloc_zeros::<T>(len)),
     }
+    .transpose()
     .map_err(gpu_error)?;
-    let base = buffer.device_ptr(stream).0;
+    let base = buffer.as_ref().map_or(0, |b| b.device_ptr(stream).0);
     let at = |values: usize| base + (values * size_of::<T>()) as u64;
     let workspace = if border == 0 {
         std::ptr::null_mut()
@@ -335,12 +349,17 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     for range in ranges {
         let len = range.len();
         let chunk = shapes.range(&range);
-        // SAFETY: the buffer holds at least `launches * len` values.
-        unsafe { poison_bytes(stream, base, launches * len * size_of::<T>()) }?;
+        if mapped.is_none() {
+            // SAFETY: the buffer holds at least `launches * len` values.
+            unsafe { poison_bytes(stream, base, launches * len * size_of::<T>()) }?;
+        }
         for (l, &launch_lengths) in lengths.iter().enumerate() {
             let (a, b) = operands(l, x, y);
             let refs = (a.view(range.clone()), b.view(range.clone()));
-            let out = at(l * len) as *mut T;
+            let out = match &mapped {
+                Some(values) => values.address::<T>(l * pairs + range.start),
+                None => at(l * len),
+            } as *mut T;
             if variant == Variant::Warp {
                 // The whole batch's lengths: a chunk's lie within them.
                 let occupancy = (len, gpu.schedulers()?);
@@ -407,9 +426,12 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
             }
             continue;
         }
+        let Some(buffer) = &buffer else {
+            continue; // mapped: the launches write the values in place
+        };
         // Returns once the copy (and so the launches) is done.
         let parts: Vec<(usize, usize)> = (0..launches).map(|l| (l * len, len)).collect();
-        let back = outputs_to_host((stream, &gpu.pool), &buffer, &parts)?;
+        let back = outputs_to_host((stream, &gpu.pool), buffer, &parts)?;
         for (l, back) in back.iter().enumerate() {
             values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(back);
         }
@@ -418,5 +440,9 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
         stream.synchronize().map_err(gpu_error)?;
         return Ok(Vec::new());
     }
-    Ok(values)
+    match mapped {
+        // Returns once the launches are done.
+        Some(values) => values.read::<T>(),
+        None => Ok(values),
+    }
 }

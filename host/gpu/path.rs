@@ -142,6 +142,8 @@ impl<T: Float> DevicePathPair<T> {
                 }),
                 count: 1,
                 dims: self.dims as u64,
+                uniform_len: 0,
+                uniform_first: 0,
             }
         };
         let (rows, cols) = (launched[0].1.len(), launched[1].1.len());

@@ -81,7 +81,9 @@ pub(crate) fn entry_module(entry: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ptx_index::{entry_name, module_text, PtxIndex};
+    use super::super::ptx_index::{
+        entry_name, module_text, with_register_caps, PtxIndex, REGISTER_CAPS,
+    };
 
     /// The module of `entry` through the index, as at run time.
     fn entry_module(ptx: &str, entry: &str) -> Option<String> {
@@ -197,5 +199,41 @@ $L__BB0_1:
             assert_eq!(module.matches("\n.func ").count(), functions, "{name}");
         }
         assert_eq!(super::entry_module("no_such_kernel"), None);
+    }
+
+    /// A cap goes between the entry's parameters and its body, where PTX
+    /// puts performance directives; the index still finds the entry and its
+    /// module carries the cap; other entries are untouched; an entry that
+    /// is not there is an error, not a silent miss.
+    #[test]
+    fn a_register_cap_goes_before_the_body_of_its_entry() {
+        let capped = with_register_caps(PTX, &[("first", 96)]).unwrap();
+        assert!(capped.contains("\t.param .align 8 .b8 first_param_0[16]\n)\n.maxnreg 96\n{\n"));
+        assert_eq!(capped.matches(".maxnreg").count(), 1);
+        assert_eq!(capped.replace("\n.maxnreg 96", ""), PTX);
+        let first = entry_module(&capped, "first").unwrap();
+        assert!(first.contains(".maxnreg 96"));
+        assert!(!entry_module(&capped, "second")
+            .unwrap()
+            .contains(".maxnreg"));
+        let missing = with_register_caps(PTX, &[("third", 96)]).unwrap_err();
+        assert!(missing.contains("third"), "{missing}");
+    }
+
+    /// build.rs capped the embedded PTX's entries of [`REGISTER_CAPS`], and
+    /// those only.
+    #[test]
+    fn the_embedded_ptx_has_its_register_caps() {
+        let Some(ptx) = super::ptx() else {
+            return; // a CPU-only build
+        };
+        assert_eq!(ptx.matches(".maxnreg ").count(), REGISTER_CAPS.len());
+        for &(name, registers) in REGISTER_CAPS {
+            let module = super::entry_module(name).unwrap_or_else(|| panic!("no {name}"));
+            assert!(
+                module.contains(&format!(")\n.maxnreg {registers}\n{{")),
+                "{name}"
+            );
+        }
     }
 }

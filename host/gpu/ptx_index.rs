@@ -7,6 +7,10 @@
 //! is not an entry (function definitions and declarations, global and
 //! shared-memory declarations), in their order, followed by `e` itself.
 //! ptxas drops what `e` does not use. Only `std`: build.rs compiles it too.
+//!
+//! build.rs also gives some entries a register cap ([`REGISTER_CAPS`]) before
+//! it embeds the PTX, so that every way of loading them (alone, or the
+//! whole PTX at once) compiles them under it.
 
 use std::ops::Range;
 
@@ -84,4 +88,31 @@ pub fn entry_name(line: &str) -> Option<&str> {
         .or_else(|| line.strip_prefix(".entry "))?;
     let end = rest.find(|c: char| c == '(' || c.is_whitespace())?;
     Some(&rest[..end])
+}
+
+/// Registers a thread of these kernels may use (PTX `.maxnreg`, which the
+/// driver's compiler obeys). Uncapped, DTW's univariate 16-column warp
+/// kernels take 114-118 registers, so 4 blocks of 4 warps fit an SM; at 96,
+/// 5 do (20 warps), which hides more of each warp's chain of cells, and
+/// ptxas spills only outside the steady loops. Timed in docs/benchmarks.md
+/// (thirteenth session); their multivariate twins, which would spill in
+/// their loops, stay uncapped.
+pub const REGISTER_CAPS: &[(&str, u32)] = &[("dtw_warp8x16_1d_f32", 96), ("dtw_warp16_1d_f32", 96)];
+
+/// `ptx` with a `.maxnreg` directive before the body of each entry of
+/// `caps`; an error names an entry that `ptx` lacks.
+pub fn with_register_caps(ptx: &str, caps: &[(&str, u32)]) -> Result<String, String> {
+    let mut text = ptx.to_string();
+    for &(entry, registers) in caps {
+        let body = text
+            .match_indices(".entry ")
+            .map(|(at, _)| at)
+            .find(|&at| entry_name(&text[at..]) == Some(entry))
+            .and_then(|at| text[at..].find("\n{").map(|brace| at + brace))
+            .ok_or_else(|| {
+                format!("the PTX has no entry {entry} to cap at {registers} registers")
+            })?;
+        text.insert_str(body, &format!("\n.maxnreg {registers}"));
+    }
+    Ok(text)
 }

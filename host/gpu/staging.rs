@@ -210,3 +210,76 @@ pub(super) fn outputs_to_host<T: Float>(
     pool.give_back(pinned);
     parts
 }
+
+/// Values the kernels write straight into a kept pinned buffer, which the
+/// host poisoned first (every bit set: NaN), so that a call needs no device
+/// buffer for them, nor a fill and a copy back on the stream. The kernels
+/// write it at the host's own addresses: with unified addressing, which
+/// every GPU the kernels run on has (64-bit, compute capability 7.0 on),
+/// page-locked memory from `cuMemHostAlloc` is mapped for the device at the
+/// address the host sees. Waits for the stream before the buffer goes back
+/// to the pool, so that no kernel still writes it.
+pub(super) struct MappedOutputs<'a> {
+    buffer: Option<Pinned>,
+    pool: &'a PinnedPool,
+    stream: &'a CudaStream,
+    bytes: usize,
+    /// The stream's work that writes the buffer is known to be done.
+    done: bool,
+}
+
+impl<'a> MappedOutputs<'a> {
+    /// `values` values of `T`, poisoned; `None` when they are too many for
+    /// a kept buffer (the caller then copies them back from the device).
+    pub(super) fn take<T: Float>(
+        (stream, pool): (&'a Arc<CudaStream>, &'a PinnedPool),
+        values: usize,
+    ) -> Result<Option<Self>> {
+        let bytes = values * size_of::<T>();
+        if !keeps(bytes) {
+            return Ok(None);
+        }
+        let mut buffer = pool.take(stream.context(), bytes, false)?;
+        // SAFETY: a buffer taken from the pool has no copy in flight and no
+        // kernel writing it.
+        unsafe { buffer.bytes_mut(bytes) }.fill(0xff);
+        Ok(Some(MappedOutputs {
+            buffer: Some(buffer),
+            pool,
+            stream,
+            bytes,
+            done: false,
+        }))
+    }
+
+    /// The device address of value `index` (of `T`).
+    pub(super) fn address<T: Float>(&self, index: usize) -> u64 {
+        debug_assert!((index + 1) * size_of::<T>() <= self.bytes);
+        let buffer = self.buffer.as_ref().expect("held until dropped");
+        buffer.pointer as u64 + (index * size_of::<T>()) as u64
+    }
+
+    /// The values, once the stream's work (the kernels that write them) is
+    /// done: waits for it.
+    pub(super) fn read<T: Float>(mut self) -> Result<Vec<T>> {
+        self.stream.synchronize().map_err(gpu_error)?;
+        self.done = true;
+        let buffer = self.buffer.as_ref().expect("held until dropped");
+        // SAFETY: the kernels that wrote it are done; it holds `bytes`
+        // bytes of `T`s.
+        Ok(unsafe { buffer.values::<T>(self.bytes / size_of::<T>()) }.to_vec())
+    }
+}
+
+impl Drop for MappedOutputs<'_> {
+    fn drop(&mut self) {
+        if !self.done && self.stream.synchronize().is_err() {
+            // A kernel may still write it: never reuse it (nor free it).
+            std::mem::forget(self.buffer.take());
+            return;
+        }
+        if let Some(buffer) = self.buffer.take() {
+            self.pool.give_back(buffer);
+        }
+    }
+}

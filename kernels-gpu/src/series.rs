@@ -12,11 +12,19 @@ pub struct SetRef<T> {
     /// `values[(offsets[k] + t) * dims + d]` is value `d` of sample `t` of series `k`.
     pub values: *const T,
     /// `count + 1` sample offsets; series `k` is samples `offsets[k]..offsets[k + 1]`.
+    /// Null when every series has `uniform_len` samples: series `k` is then
+    /// samples `(uniform_first + k) * uniform_len ..`, and no offsets need
+    /// to be in memory.
     pub offsets: *const u64,
     /// One timestamp per sample (same indexing as samples), or null for `0, 1, 2, ...`.
     pub times: *const T,
     pub count: u64,
     pub dims: u64,
+    /// Every series' length when `offsets` is null; unused otherwise.
+    pub uniform_len: u64,
+    /// With `offsets` null, the series before this view's first in the
+    /// memory `values` addresses (a view of part of a batch).
+    pub uniform_first: u64,
 }
 
 // SAFETY: a SetRef is a read-only view; whoever builds one keeps the memory
@@ -26,6 +34,19 @@ unsafe impl<T: Sync> Sync for SetRef<T> {}
 unsafe impl<T: Sync> Send for SetRef<T> {}
 
 impl<T: Real> SetRef<T> {
+    /// The first sample of series `k`: where series `k - 1` ends.
+    ///
+    /// # Safety
+    /// `k <= count`, and the offsets (if not null) describe valid memory.
+    #[inline(always)]
+    pub unsafe fn start(&self, k: usize) -> usize {
+        if self.offsets.is_null() {
+            (self.uniform_first as usize + k) * self.uniform_len as usize
+        } else {
+            *self.offsets.add(k) as usize
+        }
+    }
+
     /// Series `k` of the batch.
     ///
     /// # Safety
@@ -42,8 +63,7 @@ impl<T: Real> SetRef<T> {
     /// As [`SetRef::series`]; with `UNIVARIATE`, `dims == 1`.
     #[inline(always)]
     pub unsafe fn series_of<const UNIVARIATE: bool>(&self, k: usize) -> Series<T> {
-        let start = *self.offsets.add(k) as usize;
-        let end = *self.offsets.add(k + 1) as usize;
+        let (start, end) = (self.start(k), self.start(k + 1));
         let dims = if UNIVARIATE { 1 } else { self.dims as usize };
         Series {
             values: self.values.add(start * dims),

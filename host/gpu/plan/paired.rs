@@ -18,6 +18,11 @@ pub(crate) struct Shapes<'a> {
     pub x: &'a [u64],
     pub y: &'a [u64],
     pub divergence: bool,
+    /// The (shortest, longest) series of `x` and of `y`, found in one pass
+    /// each: the planning of a small call reads them several times before
+    /// its first copy.
+    x_lengths: (usize, usize),
+    y_lengths: (usize, usize),
 }
 
 /// The batches launch `launch` pairs: `x` with `y`, `x` with itself, `y`
@@ -38,7 +43,18 @@ pub(crate) fn lengths(offsets: &[u64]) -> impl Iterator<Item = usize> + '_ {
 impl<'a> Shapes<'a> {
     pub(crate) fn new(x: &'a [u64], y: &'a [u64], divergence: bool) -> Self {
         debug_assert_eq!(x.len(), y.len());
-        Shapes { x, y, divergence }
+        let range = |offsets| {
+            let (min, max) =
+                lengths(offsets).fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+            (min.min(max), max)
+        };
+        Shapes {
+            x,
+            y,
+            divergence,
+            x_lengths: range(x),
+            y_lengths: range(y),
+        }
     }
 
     pub(crate) fn pairs(&self) -> usize {
@@ -62,21 +78,16 @@ impl<'a> Shapes<'a> {
 
     /// Pairs `range` only.
     pub(crate) fn range(&self, range: &Range<usize>) -> Shapes<'a> {
-        Shapes {
-            x: &self.x[range.start..=range.end],
-            y: &self.y[range.start..=range.end],
-            divergence: self.divergence,
-        }
+        Shapes::new(
+            &self.x[range.start..=range.end],
+            &self.y[range.start..=range.end],
+            self.divergence,
+        )
     }
 
     /// The (shortest, longest) series of each batch of launch `launch`.
     pub(crate) fn lengths_range(&self, launch: usize) -> ((usize, usize), (usize, usize)) {
-        let (a, b) = operands(launch, self.x, self.y);
-        let range = |o| {
-            let (min, max) = lengths(o).fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
-            (min.min(max), max)
-        };
-        (range(a), range(b))
+        operands(launch, self.x_lengths, self.y_lengths)
     }
 
     /// The longest anti-diagonal (with boundary) of launch `launch`'s pairs.
@@ -101,20 +112,20 @@ impl<'a> Shapes<'a> {
     /// The longest series any launch takes as `a` (the rows): `x`'s, and
     /// for the divergence also `y`'s.
     pub(crate) fn longest_rows(&self) -> usize {
-        let y = if self.divergence { self.y } else { &[] };
-        lengths(self.x).chain(lengths(y)).max().unwrap_or(0)
+        let y = if self.divergence { self.y_lengths.1 } else { 0 };
+        self.x_lengths.1.max(y)
     }
 
     /// The longest series any launch takes as `b` (the columns): `y`'s,
     /// and for the divergence also `x`'s.
     pub(crate) fn longest_columns(&self) -> usize {
-        let x = if self.divergence { self.x } else { &[] };
-        lengths(self.y).chain(lengths(x)).max().unwrap_or(0)
+        let x = if self.divergence { self.x_lengths.1 } else { 0 };
+        self.y_lengths.1.max(x)
     }
 
     /// The shortest series of both batches.
     pub(crate) fn shortest(&self) -> usize {
-        lengths(self.x).chain(lengths(self.y)).min().unwrap_or(0)
+        self.x_lengths.0.min(self.y_lengths.0)
     }
 }
 

@@ -489,11 +489,11 @@ impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
     #[inline(always)]
     unsafe fn gradients_of(&self, i: usize, j: usize, dims: usize) -> (*mut T, *mut T) {
         let (pairs, buffers) = (&self.pairs, &self.gradient);
-        let grad_a = buffers.grad_a.add(*pairs.a.offsets.add(i) as usize * dims);
+        let grad_a = buffers.grad_a.add(pairs.a.start(i) * dims);
         let grad_b = if buffers.grad_b.is_null() {
             buffers.grad_b
         } else {
-            buffers.grad_b.add(*pairs.b.offsets.add(j) as usize * dims)
+            buffers.grad_b.add(pairs.b.start(j) * dims)
         };
         (grad_a, grad_b)
     }

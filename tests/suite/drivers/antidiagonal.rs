@@ -279,6 +279,8 @@ impl HostSet {
             times: self.times.as_ptr(),
             count: self.series.len() as u64,
             dims: dims as u64,
+            uniform_len: 0,
+            uniform_first: 0,
         }
     }
 

@@ -350,6 +350,8 @@ fn one_pair_launch<M: Copy>(
         times: s.times,
         count: 1,
         dims: s.dims as u64,
+        uniform_len: 0,
+        uniform_first: 0,
     };
     PairsLaunch {
         a: set(a, &offsets[0]),

@@ -200,6 +200,8 @@ fn launched<const N: usize, const S: usize, const WARPS: usize>(
         times: std::ptr::null(),
         count: pairs.len() as u64,
         dims: dims as u64,
+        uniform_len: 0,
+        uniform_first: 0,
     };
     let launch = StencilLaunch {
         pairs: PairsLaunch {
