@@ -63,7 +63,7 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     with_y: bool,
     memory_budget: Option<usize>,
 ) -> Result<PairedGradients<T>> {
-    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    let shapes = Shapes::of_sets(x, y, divergence);
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let dims = x.dims();
     let kernel = gradient_kernel::<T>(
@@ -445,7 +445,7 @@ pub(crate) fn paired_gradient_variant<T: Float>(
     (x, y): (&SeriesSet<T>, &SeriesSet<T>),
     divergence: bool,
 ) -> Result<Variant> {
-    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    let shapes = Shapes::of_sets(x, y, divergence);
     Ok(
         match gradient_shape(Measure::SoftDtw, asked, shapes.longest_columns(), |_| {
             Ok(true)
@@ -487,7 +487,7 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
     let pairs = x.len();
     // The whole call's longest series b, and its pairs a GPU: every block
     // takes the kernel they choose.
-    let columns = Shapes::new(x.parts().1, y.parts().1, divergence).longest_columns();
+    let columns = Shapes::of_sets(x, y, divergence).longest_columns();
     let per_gpu = pairs.div_ceil(gpus.len());
     if gpus.len() == 1 || pairs < 2 {
         return on_one_gpu(gpus[0], |gpu| {

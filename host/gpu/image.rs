@@ -103,15 +103,6 @@ pub(crate) struct DeviceBatch<'a, T> {
     memory: PhantomData<&'a T>,
 }
 
-/// The length every series of `offsets` has, if they all have the same.
-pub(crate) fn uniform_length(offsets: &[u64]) -> Option<u64> {
-    let first = offsets.get(1).map_or(0, |&end| end - offsets[0]);
-    offsets
-        .windows(2)
-        .all(|w| w[1] - w[0] == first)
-        .then_some(first)
-}
-
 impl<'a, T> DeviceBatch<'a, T> {
     /// The `len + 1` sample offsets of its series.
     pub(crate) fn offsets(&self) -> &'a [u64] {
@@ -317,7 +308,8 @@ pub(crate) fn upload_ranges<'g, T: Float>(
         .map(|(image, &start)| {
             let offsets = offsets_at;
             offsets_at += image.layout.values_at() as u64;
-            let uniform = uniform_length(image.offsets);
+            // A range of a batch whose series are all of one length.
+            let uniform = (image.lengths.0 == image.lengths.1).then_some(image.lengths.0 as u64);
             (offsets, base + start as u64, image.layout, uniform)
         })
         .collect();
@@ -421,18 +413,4 @@ pub(crate) fn upload_ranges<'g, T: Float>(
         staging,
         element: PhantomData,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::uniform_length;
-
-    #[test]
-    fn uniform_lengths_are_found_and_only_those() {
-        assert_eq!(uniform_length(&[0, 4, 8, 12]), Some(4));
-        assert_eq!(uniform_length(&[7, 10, 13]), Some(3));
-        assert_eq!(uniform_length(&[0, 1]), Some(1));
-        assert_eq!(uniform_length(&[0, 4, 8, 13]), None);
-        assert_eq!(uniform_length(&[0, 5, 8, 12]), None);
-    }
 }

@@ -95,6 +95,9 @@ pub(crate) struct Image<'a> {
     /// The batch's values and timestamps are page-locked: the device may
     /// copy them straight from there ([`Image::direct`]).
     pub page_locked: bool,
+    /// The (shortest, longest) series of the whole batch, kept by it: when
+    /// they are equal, so are the range's.
+    pub lengths: (usize, usize),
 }
 
 pub(crate) fn as_bytes_u64(values: &[u64]) -> &[u8] {
@@ -120,6 +123,7 @@ impl<'a> Image<'a> {
             values: as_bytes(&values[start * dims..end * dims]),
             times: times.map_or(&[][..], |t| as_bytes(&t[start..end])),
             page_locked: set.is_page_locked(),
+            lengths: set.lengths(),
         }
     }
 

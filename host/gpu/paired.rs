@@ -57,7 +57,7 @@ pub(crate) fn paired_value_variant<T: Float>(
     (x, y): (&SeriesSet<T>, &SeriesSet<T>),
     divergence: bool,
 ) -> Result<Variant> {
-    choose(asked, &Shapes::new(x.parts().1, y.parts().1, divergence))
+    choose(asked, &Shapes::of_sets(x, y, divergence))
 }
 
 /// The (shortest, longest) series of each batch, a launch each: what the
@@ -137,7 +137,7 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
             paired_values(gpu, variant, params, (x, y), divergence, memory_budget)
         });
     }
-    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    let shapes = Shapes::of_sets(x, y, divergence);
     let variant = Some(choose(variant, &shapes)?);
     let launches = shapes.launches();
     let values = Mutex::new(vec![T::ZERO; launches * pairs]);
@@ -175,7 +175,7 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
     divergence: bool,
     memory_budget: Option<usize>,
 ) -> Result<Vec<T>> {
-    let shapes = Shapes::new(x.parts().1, y.parts().1, divergence);
+    let shapes = Shapes::of_sets(x, y, divergence);
     let variant = choose(variant, &shapes)?;
     let series = |k: usize| image_bytes(x, k..k + 1) + image_bytes(y, k..k + 1);
     let pairs = shapes.pairs();
@@ -250,7 +250,8 @@ pub(crate) fn paired_values_resident<T: Float, P: KernelParams<T>>(
     divergence: bool,
     memory_budget: Option<usize>,
 ) -> Result<Vec<T>> {
-    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let (xl, yl) = (x.lengths(), y.lengths());
+    let shapes = Shapes::known(x.offsets(), y.offsets(), divergence, xl, yl);
     let variant = choose(variant, &shapes)?;
     // Only the outputs (and the warp kernel's borders) are allocated.
     let needed = if variant == Variant::Tiled {

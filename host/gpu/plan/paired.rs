@@ -2,7 +2,7 @@
 //! read from the batches' offsets ([`Shapes`]), and where a gradient
 //! computation's outputs lie ([`GradientPlan`]).
 
-use crate::Float;
+use crate::{Float, SeriesSet};
 use std::mem::size_of;
 use std::ops::Range;
 use timewarp_kernels::drivers::columns::gradient::panels_store_len;
@@ -40,21 +40,51 @@ pub(crate) fn lengths(offsets: &[u64]) -> impl Iterator<Item = usize> + '_ {
     offsets.windows(2).map(|w| (w[1] - w[0]) as usize)
 }
 
+/// The (shortest, longest) of the lengths `offsets` delimit; (0, 0) for
+/// none.
+fn lengths_range(offsets: &[u64]) -> (usize, usize) {
+    let (min, max) = lengths(offsets).fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
+    (min.min(max), max)
+}
+
 impl<'a> Shapes<'a> {
     pub(crate) fn new(x: &'a [u64], y: &'a [u64], divergence: bool) -> Self {
+        Shapes::known(x, y, divergence, lengths_range(x), lengths_range(y))
+    }
+
+    /// [`Shapes::new`] of batches whose (shortest, longest) series are
+    /// known (kept by the batches): no scan of their offsets.
+    pub(crate) fn known(
+        x: &'a [u64],
+        y: &'a [u64],
+        divergence: bool,
+        x_lengths: (usize, usize),
+        y_lengths: (usize, usize),
+    ) -> Self {
         debug_assert_eq!(x.len(), y.len());
-        let range = |offsets| {
-            let (min, max) =
-                lengths(offsets).fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
-            (min.min(max), max)
-        };
+        debug_assert_eq!((lengths_range(x), lengths_range(y)), (x_lengths, y_lengths));
         Shapes {
             x,
             y,
             divergence,
-            x_lengths: range(x),
-            y_lengths: range(y),
+            x_lengths,
+            y_lengths,
         }
+    }
+
+    /// The shapes of paired host batches.
+    pub(crate) fn of_sets<T: Float>(
+        x: &'a SeriesSet<T>,
+        y: &'a SeriesSet<T>,
+        divergence: bool,
+    ) -> Self {
+        Shapes::known(
+            x.parts().1,
+            y.parts().1,
+            divergence,
+            x.lengths(),
+            y.lengths(),
+        )
     }
 
     pub(crate) fn pairs(&self) -> usize {
