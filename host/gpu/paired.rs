@@ -427,7 +427,7 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
             }
             continue;
         }
-        let Some(buffer) = &buffer else {
+        let (Some(buffer), None) = (&buffer, &mapped) else {
             continue; // mapped: the launches write the values in place
         };
         // Returns once the copy (and so the launches) is done.
