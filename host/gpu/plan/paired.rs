@@ -18,9 +18,9 @@ pub(crate) struct Shapes<'a> {
     pub x: &'a [u64],
     pub y: &'a [u64],
     pub divergence: bool,
-    /// The (shortest, longest) series of `x` and of `y`, found in one pass
-    /// each: the planning of a small call reads them several times before
-    /// its first copy.
+    /// The (shortest, longest) series of `x` and of `y`, kept by the
+    /// batches or found in one pass each: the planning of a small call
+    /// reads them several times before its first copy.
     x_lengths: (usize, usize),
     y_lengths: (usize, usize),
 }
