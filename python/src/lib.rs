@@ -77,9 +77,17 @@ fn compute<T: Send>(
                 Ok(result) => return result.map_err(py_error),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                     if let Err(signal) = py.check_signals() {
-                        timewarp::interrupt();
-                        let _ = py.detach(|| wait(None));
-                        return Err(signal);
+                        // Asked again until the computation ends: the
+                        // signal may come before it has started (a busy
+                        // machine), when an interrupt reaches nothing.
+                        loop {
+                            timewarp::interrupt();
+                            let waited =
+                                py.detach(|| wait(Some(std::time::Duration::from_millis(50))));
+                            if !matches!(waited, Err(std::sync::mpsc::RecvTimeoutError::Timeout)) {
+                                return Err(signal);
+                            }
+                        }
                     }
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
