@@ -188,7 +188,7 @@ impl<'a> Image<'a> {
                     (self.times, position - self.values.len())
                 };
                 let n = (source.len() - position).min(rest.len());
-                rest[..n].copy_from_slice(&source[position..position + n]);
+                stream_copy(&mut rest[..n], &source[position..position + n]);
                 n
             };
         }
@@ -205,6 +205,49 @@ impl<'a> Image<'a> {
                 .for_each(|(k, piece)| self.write(piece, start + k * COPY_PIECE_BYTES))
         });
     }
+}
+
+/// `dst.copy_from_slice(src)` with stores that bypass the CPU's caches
+/// where the CPU has them (x86-64): staging memory is written once and then
+/// read by the GPU's copy engine, which reads lines from memory much faster
+/// than lines the CPU still holds modified in its caches
+/// (`docs/benchmarks.md`, fourteenth session).
+pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "stream_copy: equal lengths");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        const LINE: usize = 64;
+        // Non-temporal stores need 16-byte aligned destinations: the
+        // unaligned head and the tail that fills no line go the plain way.
+        let head = dst.as_ptr().align_offset(16).min(dst.len());
+        let lines = (dst.len() - head) / LINE;
+        if lines == 0 {
+            dst.copy_from_slice(src);
+            return;
+        }
+        dst[..head].copy_from_slice(&src[..head]);
+        let body = head + lines * LINE;
+        // SAFETY: SSE2 is part of x86-64; `dst[head..body]` is 16-byte
+        // aligned and both slices hold `body` bytes; the loads are
+        // unaligned ones. The fence orders the streamed stores before
+        // whatever the caller does next (publishing the buffer to the GPU).
+        unsafe {
+            let (to, from) = (dst.as_mut_ptr().add(head), src.as_ptr().add(head));
+            for line in 0..lines {
+                let to = to.add(line * LINE).cast::<__m128i>();
+                let from = from.add(line * LINE).cast::<__m128i>();
+                let words = [0, 1, 2, 3].map(|k| _mm_loadu_si128(from.add(k)));
+                for (k, word) in words.into_iter().enumerate() {
+                    _mm_stream_si128(to.add(k), word);
+                }
+            }
+            _mm_sfence();
+        }
+        dst[body..].copy_from_slice(&src[body..]);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
 }
 
 /// The threads of the GPU runtime's host copies (staging, results): a
@@ -325,6 +368,25 @@ mod tests {
                 built[at..at + bytes.len()].copy_from_slice(bytes);
             }
             assert_eq!(built, expected);
+        }
+    }
+
+    /// Every alignment of destination and source, every length around the
+    /// streamed lines' edges.
+    #[test]
+    fn stream_copy_is_a_copy() {
+        let source: Vec<u8> = (0..700u32).map(|k| (k * 7 + 3) as u8).collect();
+        for dst_shift in 0..17 {
+            for src_shift in [0, 1, 5, 16] {
+                for len in [0, 1, 15, 16, 63, 64, 65, 127, 128, 200, 640] {
+                    let src = &source[src_shift..src_shift + len];
+                    let mut buffer = vec![0xeeu8; len + 40];
+                    stream_copy(&mut buffer[dst_shift..dst_shift + len], src);
+                    assert_eq!(&buffer[dst_shift..dst_shift + len], src);
+                    assert!(buffer[..dst_shift].iter().all(|&b| b == 0xee));
+                    assert!(buffer[dst_shift + len..].iter().all(|&b| b == 0xee));
+                }
+            }
         }
     }
 

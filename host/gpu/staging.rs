@@ -159,7 +159,7 @@ impl Pinned {
 
 /// Whether a buffer of `bytes` would be kept for later calls (smaller
 /// ones are worth taking for a single copy).
-fn keeps(bytes: usize) -> bool {
+pub(super) fn keeps(bytes: usize) -> bool {
     bytes <= KEEP_PINNED_BYTES
 }
 

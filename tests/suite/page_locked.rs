@@ -4,8 +4,9 @@
 //! same bytes reach the device): streamed matrices of the pair kernels
 //! (both sides, a set against itself, budgets that cut the work into many
 //! chunks and blocks), resident uploads, paired Soft-DTW values and
-//! gradients, a long pair. Without a GPU, page-locking is an error and the
-//! batch's other uses are unchanged.
+//! gradients (also of batches large enough that the ordinary ones are
+//! staged in pieces), a long pair. Without a GPU, page-locking is an error
+//! and the batch's other uses are unchanged.
 
 use crate::common::*;
 use timewarp::{
@@ -219,6 +220,44 @@ fn paired_and_long_pairs_equal() {
     assert_eq!(got, expected);
 }
 
+/// Batches in ordinary memory large enough that their values are staged by
+/// several threads and copied in pieces while the rest is written equal
+/// the same batches page-locked (copied straight from where they are) bit
+/// for bit: ragged and of one length (no offsets), uni- and multivariate,
+/// in one chunk and in chunks that start inside the batches, values and
+/// gradients.
+fn large_paired_batches_equal() {
+    let mut rng = rng(31);
+    let ragged: Vec<usize> = (0..1500).map(|k| 1 + (k * 131) % 300).collect();
+    let soft = SoftDtw::new(0.3).unwrap();
+    for (lengths, dims) in [(vec![128; 1024], 1), (ragged.clone(), 1), (ragged, 3)] {
+        let x = random_set(&mut rng, &lengths, dims, 1.0)
+            .cast::<f32>()
+            .unwrap();
+        let y = random_set(&mut rng, &lengths, dims, 1.0)
+            .cast::<f32>()
+            .unwrap();
+        let (px, py) = (
+            x.clone().into_page_locked().unwrap(),
+            y.clone().into_page_locked().unwrap(),
+        );
+        for budget in [None, Some(3 << 20)] {
+            let options = gpu_with(None, budget);
+            let context = format!("{} series of {dims} dimensions, budget {budget:?}", x.len());
+            let expected = soft_dtw_pairs(&px, &py, soft, &options).unwrap();
+            let got = soft_dtw_pairs(&x, &y, soft, &options).unwrap();
+            assert_eq!(got, expected, "{context}");
+            assert!(got.iter().all(|v| v.is_finite()), "{context}");
+        }
+        let options = gpu_with(None, None);
+        let expected = soft_dtw_pairs_gradient(&px, &py, soft, &options, true).unwrap();
+        let got = soft_dtw_pairs_gradient(&x, &y, soft, &options, true).unwrap();
+        assert_eq!(got.values, expected.values);
+        assert_eq!(got.grad_x, expected.grad_x);
+        assert_eq!(got.grad_y, expected.grad_y);
+    }
+}
+
 macro_rules! gpu_tests {
     ($($name:ident => $body:expr;)*) => {
         $( #[test]
@@ -235,4 +274,5 @@ gpu_tests! {
     gpu_page_locked_matrices_equal_f32 => matrices_equal::<f32>(1, false);
     gpu_page_locked_matrices_equal_multivariate_f64 => matrices_equal::<f64>(3, true);
     gpu_page_locked_paired_and_long_pairs_equal => paired_and_long_pairs_equal();
+    gpu_page_locked_large_paired_batches_equal => large_paired_batches_equal();
 }
