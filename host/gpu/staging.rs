@@ -1,12 +1,16 @@
 //! Pinned host memory and the pipeline's streams, made once per GPU and
-//! kept between calls (allocating pinned memory is slow).
+//! kept between calls (allocating pinned memory is slow), and the staging
+//! of an upload's values through it ([`stage_and_copy`]).
 
 use super::device::gpu_error;
+use super::layout::Image;
 use super::plan::matrix::{SLOTS, STAGING_BYTES};
 use super::setup::{timed, SetupKind};
 use crate::{Float, Result};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, PinnedHostSlice};
 use std::mem::size_of;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Pinned buffers are allocated in multiples of this, and kept for the
@@ -280,6 +284,235 @@ impl Drop for MappedOutputs<'_> {
         }
         if let Some(buffer) = self.buffer.take() {
             self.pool.give_back(buffer);
+        }
+    }
+}
+
+/// Staged bytes up to which the calling thread writes them all and then
+/// copies them; more are written by the copy threads in pieces, each
+/// copied to the device as soon as it is written ([`stage_and_copy`]).
+const ONE_THREAD_STAGING_BYTES: usize = 256 << 10;
+/// The least a staging thread writes at a time.
+const STAGING_WORK_BYTES: usize = 64 << 10;
+
+/// A pinned staging buffer's address, shared by the copy threads that
+/// write its pieces.
+#[derive(Clone, Copy)]
+pub(super) struct Staging(pub(super) *mut u8);
+
+// SAFETY: each thread writes its own bytes of the buffer (`stage_and_copy`).
+unsafe impl Send for Staging {}
+unsafe impl Sync for Staging {}
+
+impl Staging {
+    /// The buffer's bytes `range`.
+    ///
+    /// # Safety
+    /// They are in the buffer, and nothing else touches them meanwhile.
+    unsafe fn bytes<'b>(self, range: Range<usize>) -> &'b mut [u8] {
+        std::slice::from_raw_parts_mut(self.0.add(range.start), range.len())
+    }
+}
+
+/// A piece of staging work: bytes `to` of the buffer, from image position
+/// `from` on, part of the device copy `copy`.
+struct StagingWork<'i, 'a> {
+    image: &'i Image<'a>,
+    to: Range<usize>,
+    from: usize,
+    copy: usize,
+}
+
+/// Says that a piece of staging work is done, also if it panicked (the copy
+/// waiting for it then goes ahead with the bytes it has, and the scope
+/// passes the panic on).
+struct WorkDone<'c>(&'c AtomicUsize);
+
+impl Drop for WorkDone<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// The threads that write an upload's values into staging memory: a few,
+/// a pool of their own. Waking more (the copy threads, one a core) cost a
+/// call more than they saved (`docs/benchmarks.md`, fourteenth session).
+fn staging_threads() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.min(4))
+            .thread_name(|k| format!("timewarp-staging-{k}"))
+            .build()
+            .expect("the staging threads start")
+    })
+}
+
+/// Writes the values and timestamps of each `(at, image)` of `staged` into
+/// the staging buffer from byte `at` on, and calls `copy` with each range
+/// of `copies` (in order) once every staged byte in it is written. Few
+/// bytes are written on this thread; more by the staging threads, and each
+/// range is cut into a few copies, so that the device copies the first
+/// while the threads write the rest.
+///
+/// # Safety
+/// `buffer` holds every byte of `copies` and of the staged images, and
+/// nothing else reads or writes it meanwhile.
+pub(super) unsafe fn stage_and_copy(
+    buffer: Staging,
+    staged: &[(usize, &Image)],
+    copies: &[Range<usize>],
+    mut copy: impl FnMut(Range<usize>) -> Result<()>,
+) -> Result<()> {
+    let values_bytes = |image: &Image| image.layout.bytes() - image.layout.values_at();
+    let staged_bytes: usize = staged.iter().map(|(_, image)| values_bytes(image)).sum();
+    if staged_bytes <= ONE_THREAD_STAGING_BYTES {
+        for &(at, image) in staged {
+            let to = buffer.bytes(at..at + values_bytes(image));
+            image.write(to, image.layout.values_at());
+        }
+        return copies.iter().try_for_each(|range| copy(range.clone()));
+    }
+    // Two copies for a few MiB (the copy of the first half hides the
+    // writing of the second), pieces of up to 4 MiB beyond.
+    let piece = (staged_bytes / 2).clamp(ONE_THREAD_STAGING_BYTES, 4 << 20);
+    let copies: Vec<Range<usize>> = copies
+        .iter()
+        .flat_map(|range| {
+            (range.start..range.end)
+                .step_by(piece)
+                .map(move |start| start..(start + piece).min(range.end))
+        })
+        .collect();
+    let pool = staging_threads();
+    // A piece of work a thread for each copy.
+    let work_bytes = (piece / pool.current_num_threads()).max(STAGING_WORK_BYTES);
+    let mut work = Vec::new();
+    for (k, range) in copies.iter().enumerate() {
+        for &(at, image) in staged {
+            let end = at + values_bytes(image);
+            let (start, stop) = (range.start.max(at), range.end.min(end));
+            for to in (start..stop).step_by(work_bytes) {
+                let to = to..(to + work_bytes).min(stop);
+                let from = image.layout.values_at() + (to.start - at);
+                work.push(StagingWork {
+                    image,
+                    to,
+                    from,
+                    copy: k,
+                });
+            }
+        }
+    }
+    let mut pending: Vec<AtomicUsize> = (0..copies.len()).map(|_| AtomicUsize::new(0)).collect();
+    for piece in &work {
+        *pending[piece.copy].get_mut() += 1;
+    }
+    pool.in_place_scope_fifo(|scope| {
+        for piece in &work {
+            let pending = &pending[piece.copy];
+            scope.spawn_fifo(move |_| {
+                let _done = WorkDone(pending);
+                // SAFETY: the pieces are disjoint bytes of the buffer
+                // (the caller's promise covers them).
+                let to = unsafe { buffer.bytes(piece.to.clone()) };
+                piece.image.write(to, piece.from);
+            });
+        }
+        for (range, pending) in copies.iter().zip(&pending) {
+            let mut spins = 0u32;
+            while pending.load(Ordering::Acquire) != 0 {
+                spins += 1;
+                // Spin briefly, then give the core to the threads.
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            // On an error the threads still finish their pieces before the
+            // scope ends; nothing more is copied.
+            copy(range.clone())?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::layout::test_sets::set;
+    use super::*;
+    use crate::SeriesSet;
+
+    /// The values then the timestamps of a whole batch, as bytes.
+    fn values_and_times(set: &SeriesSet<f64>) -> Vec<u8> {
+        let (values, _, times) = set.parts();
+        let times = times.unwrap_or(&[]);
+        values
+            .iter()
+            .chain(times)
+            .flat_map(|v| v.to_ne_bytes())
+            .collect()
+    }
+
+    /// Each copy finds every staged byte of its range written, the copies
+    /// come in order and cover their ranges exactly, on this thread (few
+    /// bytes) and on the copy threads (more, in pieces).
+    #[test]
+    fn staged_bytes_are_written_before_they_are_copied() {
+        for lengths in [&[3, 1, 7][..], &[40_000, 3, 25_000, 1]] {
+            let sets = [set(lengths, 2, true), set(&lengths[1..], 1, false)];
+            let images: Vec<Image> = sets
+                .iter()
+                .map(|set| Image::new(set, &(0..set.len())))
+                .collect();
+            let expected: Vec<Vec<u8>> = sets.iter().map(values_and_times).collect();
+            // As an upload lays them out: 64 bytes of offsets, each image's
+            // values at the next multiple of 256.
+            let first = 256;
+            let second = (first + expected[0].len()).next_multiple_of(256);
+            let len = second + expected[1].len();
+            let staged = [(first, &images[0]), (second, &images[1])];
+            let whole = Range { start: 0, end: len };
+            for copies in [
+                vec![whole],
+                vec![0..64, first..first + expected[0].len(), second..len],
+            ] {
+                let mut buffer = vec![0u8; len];
+                let at = buffer.as_mut_ptr();
+                let mut copied = Vec::new();
+                // SAFETY: the buffer holds every range; only the staging
+                // writes it while the copies read it.
+                unsafe {
+                    stage_and_copy(Staging(at), &staged, &copies, |range| {
+                        // Only the range: the threads may still write others.
+                        let bytes = std::slice::from_raw_parts(at.add(range.start), range.len());
+                        for (&(start, _), expected) in staged.iter().zip(&expected) {
+                            let end = start + expected.len();
+                            let (from, to) = (range.start.max(start), range.end.min(end));
+                            if from < to {
+                                assert_eq!(
+                                    bytes[from - range.start..to - range.start],
+                                    expected[from - start..to - start]
+                                );
+                            }
+                        }
+                        copied.push(range);
+                        Ok(())
+                    })
+                }
+                .unwrap();
+                let mut covered = copied.iter().flat_map(|range| range.clone());
+                let wanted = copies.iter().flat_map(|range| range.clone());
+                assert!(
+                    covered.by_ref().eq(wanted),
+                    "the copies cover their ranges in order"
+                );
+                if lengths.len() > 3 {
+                    assert!(copied.len() > copies.len(), "large stagings go in pieces");
+                }
+            }
         }
     }
 }
