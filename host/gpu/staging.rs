@@ -289,13 +289,13 @@ impl Drop for MappedOutputs<'_> {
 }
 
 /// Staged bytes up to which the calling thread writes them all and then
-/// copies them; more are written by the copy threads in pieces, each
+/// copies them; more are written by the staging threads in pieces, each
 /// copied to the device as soon as it is written ([`stage_and_copy`]).
 const ONE_THREAD_STAGING_BYTES: usize = 256 << 10;
 /// The least a staging thread writes at a time.
 const STAGING_WORK_BYTES: usize = 64 << 10;
 
-/// A pinned staging buffer's address, shared by the copy threads that
+/// A pinned staging buffer's address, shared by the staging threads that
 /// write its pieces.
 #[derive(Clone, Copy)]
 pub(super) struct Staging(pub(super) *mut u8);
