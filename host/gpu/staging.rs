@@ -458,7 +458,7 @@ mod tests {
 
     /// Each copy finds every staged byte of its range written, the copies
     /// come in order and cover their ranges exactly, on this thread (few
-    /// bytes) and on the copy threads (more, in pieces).
+    /// bytes) and on the staging threads (more, in pieces).
     #[test]
     fn staged_bytes_are_written_before_they_are_copied() {
         for lengths in [&[3, 1, 7][..], &[40_000, 3, 25_000, 1]] {
