@@ -212,7 +212,7 @@ impl<'a> Image<'a> {
 /// read by the GPU's copy engine, which reads lines from memory much faster
 /// than lines the CPU still holds modified in its caches
 /// (`docs/benchmarks.md`, fourteenth session).
-pub(crate) fn stream_copy(dst: &mut [u8], src: &[u8]) {
+pub fn stream_copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "stream_copy: equal lengths");
     #[cfg(target_arch = "x86_64")]
     {

@@ -55,6 +55,8 @@ pub use context::{this_thread_busy_time, Gpu, GpuWork};
 pub use device::{list_gpus, GpuInfo};
 pub use image::DeviceSeriesSet;
 #[doc(hidden)]
+pub use layout::stream_copy; // for benches/host_copies.rs
+#[doc(hidden)]
 pub use multi::inject_gpu_fault;
 pub use ptx::{
     kernels_build_error, min_compute_capability, ptx, ptx_entries, ptx_hash, ptx_rustc_version,

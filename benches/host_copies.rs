@@ -1,0 +1,142 @@
+//! How fast bytes in ordinary (pageable) host memory reach the GPU, by the
+//! ways an upload could take: the driver's pageable copy, or written into
+//! pinned memory first (plain or non-temporal stores, by 1 to 16 threads,
+//! copied whole or in two pieces while the second is written), against the
+//! copy of bytes already pinned. Each call waits `--gap-us` first (the
+//! kernel a call waits for, during which idle threads fall asleep), so the
+//! figures include waking the threads. Prints median and 10th-percentile
+//! times in us, the gap subtracted; `docs/benchmarks.md` (fourteenth
+//! session) has this machine's figures and what the uploads took from them.
+//!
+//! `cargo bench --bench host_copies -- [BYTES] [--gap-us US]`; without a GPU
+//! it says so and exits.
+
+use cudarc::driver::{result as driver, sys, CudaContext, DevicePtr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+use timewarp::gpu::stream_copy;
+
+const REPEATS: usize = 300;
+const WORK_BYTES: usize = 64 << 10;
+
+fn main() {
+    let mut bytes = 1 << 20;
+    let mut gap_us = 60;
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--gap-us" => {
+                gap_us = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--gap-us US")
+            }
+            other => bytes = other.parse().expect("BYTES or --gap-us US"),
+        }
+    }
+    // The library's probe first: cudarc panics where there is no driver.
+    if let Err(error) = timewarp::gpu::Gpu::get() {
+        println!("host_copies: {error}; nothing measured");
+        return;
+    }
+    let context = CudaContext::new(0).expect("GPU 0");
+    let stream = context.new_stream().expect("a stream");
+    // SAFETY: every byte is copied in before it is read (never, here).
+    let device = unsafe { stream.alloc::<u8>(bytes) }.expect("device memory");
+    let to = device.device_ptr(&stream).0;
+    let cu_stream = stream.cu_stream();
+    let source: Vec<u8> = (0..bytes).map(|k| (k * 31) as u8).collect();
+    // Write-combined, as the library's staging buffers.
+    let flags = sys::CU_MEMHOSTALLOC_WRITECOMBINED;
+    // SAFETY: u8 is valid whatever the memory holds.
+    let mut pinned =
+        unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }.expect("pinned");
+    let pinned_at = pinned.as_mut_ptr().expect("host address") as usize;
+    // SAFETY: the allocation holds `bytes` bytes and lives to the end.
+    let staging = || unsafe { std::slice::from_raw_parts_mut(pinned_at as *mut u8, bytes) };
+    let copy = |range: std::ops::Range<usize>| {
+        // SAFETY: `range` is inside both buffers; the caller waits for the
+        // stream before the pinned bytes are written again.
+        unsafe {
+            let from =
+                std::slice::from_raw_parts((pinned_at + range.start) as *const u8, range.len());
+            driver::memcpy_htod_async(to + range.start as u64, from, cu_stream).expect("copy");
+        }
+    };
+    let wait = || unsafe { driver::stream::synchronize(cu_stream) }.expect("synchronize");
+
+    println!("{bytes} bytes, {gap_us} us between calls; median and 10th percentile (us)");
+    let time = |name: &str, call: &mut dyn FnMut()| {
+        let mut times = Vec::with_capacity(REPEATS);
+        for repeat in 0..REPEATS + 20 {
+            let start = Instant::now();
+            while start.elapsed().as_micros() < gap_us {
+                std::hint::spin_loop();
+            }
+            let start = Instant::now();
+            call();
+            if repeat >= 20 {
+                times.push(start.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{name:<44} {:8.1} {:8.1}",
+            times[REPEATS / 2],
+            times[REPEATS / 10]
+        );
+    };
+    time("pageable copy (the driver's staging)", &mut || {
+        // SAFETY: the device buffer holds `bytes`; a pageable copy has
+        // read its source when it returns.
+        unsafe { driver::memcpy_htod_async(to, &source[..], cu_stream) }.expect("copy");
+        wait();
+    });
+    time("pinned copy (bytes already pinned)", &mut || {
+        copy(0..bytes);
+        wait();
+    });
+    for threads in [1, 2, 4, 8, 16] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("threads");
+        for pieces in [1, 2] {
+            for streamed in [false, true] {
+                let piece = bytes.div_ceil(pieces);
+                let pending: Vec<AtomicUsize> = (0..pieces).map(|_| AtomicUsize::new(0)).collect();
+                let name = format!(
+                    "{threads:>2} threads, {pieces} piece(s), {} stores",
+                    if streamed { "non-temporal" } else { "plain" }
+                );
+                time(&name, &mut || {
+                    for (k, count) in pending.iter().enumerate() {
+                        let len = piece.min(bytes - k * piece);
+                        count.store(len.div_ceil(WORK_BYTES), Ordering::Relaxed);
+                    }
+                    pool.in_place_scope_fifo(|scope| {
+                        let (staging, source, pending) = (staging(), &source, &pending);
+                        for (k, part) in staging.chunks_mut(WORK_BYTES).enumerate() {
+                            scope.spawn_fifo(move |_| {
+                                let from = &source[k * WORK_BYTES..][..part.len()];
+                                if streamed {
+                                    stream_copy(part, from);
+                                } else {
+                                    part.copy_from_slice(from);
+                                }
+                                pending[k * WORK_BYTES / piece].fetch_sub(1, Ordering::Release);
+                            });
+                        }
+                        for (k, count) in pending.iter().enumerate() {
+                            while count.load(Ordering::Acquire) != 0 {
+                                std::hint::spin_loop();
+                            }
+                            copy(k * piece..((k + 1) * piece).min(bytes));
+                        }
+                    });
+                    wait();
+                });
+            }
+        }
+    }
+}
