@@ -159,6 +159,16 @@ fn matrices_equal<T: Float>(dims: usize, times: bool) {
     }
 }
 
+/// Two random `f32` batches of series of `lengths` samples of `dims` values.
+fn f32_batches(
+    rng: &mut rand::rngs::StdRng,
+    lengths: &[usize],
+    dims: usize,
+) -> (SeriesSet<f32>, SeriesSet<f32>) {
+    let mut batch = || random_set(rng, lengths, dims, 1.0).cast::<f32>().unwrap();
+    (batch(), batch())
+}
+
 /// Paired Soft-DTW values and gradients (each chunk uploaded for the
 /// call, the copies from page-locked memory left running while the
 /// launches are enqueued) and a long pair (tiled) from page-locked batches
@@ -169,12 +179,7 @@ fn paired_and_long_pairs_equal() {
     let lengths: Vec<usize> = (0..40).map(|k| 1 + (k * 23) % 120).collect();
     let soft = SoftDtw::new(0.3).unwrap();
     for dims in [1, 2] {
-        let x = random_set(&mut rng, &lengths, dims, 1.0)
-            .cast::<f32>()
-            .unwrap();
-        let y = random_set(&mut rng, &lengths, dims, 1.0)
-            .cast::<f32>()
-            .unwrap();
+        let (x, y) = f32_batches(&mut rng, &lengths, dims);
         for variant in [None, Some(Variant::Warp), Some(Variant::Stencil)] {
             // One chunk, and chunks of a few pairs.
             for budget in [None, Some(64 << 10)] {
@@ -193,12 +198,7 @@ fn paired_and_long_pairs_equal() {
             }
         }
     }
-    let x = random_set(&mut rng, &lengths, 2, 1.0)
-        .cast::<f32>()
-        .unwrap();
-    let y = random_set(&mut rng, &lengths, 2, 1.0)
-        .cast::<f32>()
-        .unwrap();
+    let (x, y) = f32_batches(&mut rng, &lengths, 2);
     let options = gpu_with(None, None);
     let expected = soft_dtw_pairs_gradient(&x, &y, soft, &options, true).unwrap();
     let (px, py) = (
@@ -231,12 +231,7 @@ fn large_paired_batches_equal() {
     let ragged: Vec<usize> = (0..1500).map(|k| 1 + (k * 131) % 300).collect();
     let soft = SoftDtw::new(0.3).unwrap();
     for (lengths, dims) in [(vec![128; 1024], 1), (ragged.clone(), 1), (ragged, 3)] {
-        let x = random_set(&mut rng, &lengths, dims, 1.0)
-            .cast::<f32>()
-            .unwrap();
-        let y = random_set(&mut rng, &lengths, dims, 1.0)
-            .cast::<f32>()
-            .unwrap();
+        let (x, y) = f32_batches(&mut rng, &lengths, dims);
         let (px, py) = (
             x.clone().into_page_locked().unwrap(),
             y.clone().into_page_locked().unwrap(),
