@@ -314,10 +314,10 @@ pub(crate) fn upload_ranges<'g, T: Float>(
     let needs_offsets = placed.iter().any(|&(.., uniform)| uniform.is_none());
     // With the caller waiting, the offsets go through a kept pinned buffer,
     // and so do the values of batches in ordinary memory that fit one:
-    // written there by the copy threads and copied on while the rest is
-    // written, faster than the driver copies pageable memory
-    // (docs/benchmarks.md). Page-locked batches are copied from where they
-    // are.
+    // written there (by the staging threads when they are many) and copied
+    // on while the rest is written, faster than the driver copies pageable
+    // memory (docs/benchmarks.md). Page-locked batches are copied from
+    // where they are.
     let caller_waits = page_locked == AsyncCopies::CallerWaits;
     let stages_values = caller_waits && keeps(total);
     let direct = |image: &Image| image.page_locked || !stages_values;
