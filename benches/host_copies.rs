@@ -1,12 +1,15 @@
 //! How fast bytes in ordinary (pageable) host memory reach the GPU, by the
 //! ways an upload could take: the driver's pageable copy, or written into
 //! pinned memory first (plain or non-temporal stores, by 1 to 16 threads,
-//! copied whole or in two pieces while the second is written), against the
-//! copy of bytes already pinned. Each call waits `--gap-us` first (the
-//! kernel a call waits for, during which idle threads fall asleep), so the
-//! figures include waking the threads. Prints median and 10th-percentile
-//! times in us, the gap subtracted; `docs/benchmarks.md` (fourteenth
-//! session) has this machine's figures and what the uploads took from them.
+//! copied whole or in 2 to 8 pieces, each as soon as it is written; the
+//! calling thread writing pieces too, or only waiting; the threads kept
+//! spinning 200 us after a call, or left to fall asleep), against the copy
+//! of bytes already pinned. Each call waits `--gap-us` first (the kernel a
+//! call waits for, during which idle threads fall asleep), so the figures
+//! include waking the threads. Prints median and 10th-percentile times in
+//! us, the gap subtracted; `docs/benchmarks.md` (fourteenth and fifteenth
+//! sessions) has this machine's figures and what the uploads took from
+//! them.
 //!
 //! `cargo bench --bench host_copies -- [BYTES] [--gap-us US]`; without a GPU
 //! it says so and exits.
@@ -96,47 +99,105 @@ fn main() {
         copy(0..bytes);
         wait();
     });
-    for threads in [1, 2, 4, 8, 16] {
+    // Counts the calls, so that threads kept spinning after one stop when
+    // the next begins.
+    static GENERATION: AtomicUsize = AtomicUsize::new(0);
+    let generation = &GENERATION;
+    for threads in [1, 4, 8, 16] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .expect("threads");
-        for pieces in [1, 2] {
-            for streamed in [false, true] {
-                let piece = bytes.div_ceil(pieces);
-                let pending: Vec<AtomicUsize> = (0..pieces).map(|_| AtomicUsize::new(0)).collect();
-                let name = format!(
-                    "{threads:>2} threads, {pieces} piece(s), {} stores",
-                    if streamed { "non-temporal" } else { "plain" }
-                );
-                time(&name, &mut || {
-                    for (k, count) in pending.iter().enumerate() {
-                        let len = piece.min(bytes - k * piece);
-                        count.store(len.div_ceil(WORK_BYTES), Ordering::Relaxed);
+        // (pieces, non-temporal stores, the caller writes too, us spun after)
+        for (pieces, streamed, helps, linger_us) in [
+            (1, false, false, 0),
+            (1, true, false, 0),
+            (2, false, false, 0),
+            (2, true, false, 0),
+            (4, true, false, 0),
+            (8, true, false, 0),
+            (2, true, true, 0),
+            (4, true, true, 0),
+            (8, true, true, 0),
+            (2, true, false, 200),
+            (4, true, false, 200),
+            (8, true, false, 200),
+            (4, true, true, 200),
+            (8, true, true, 200),
+        ] {
+            if threads == 1 && (pieces > 2 || helps || linger_us > 0) {
+                continue;
+            }
+            let piece = bytes.div_ceil(pieces);
+            let pending: Vec<AtomicUsize> = (0..pieces).map(|_| AtomicUsize::new(0)).collect();
+            let next = AtomicUsize::new(0);
+            let works = bytes.div_ceil(WORK_BYTES);
+            let name = format!(
+                "{threads:>2} threads, {pieces} piece(s), {}{}{}",
+                if streamed { "non-temporal" } else { "plain" },
+                if helps { ", caller helps" } else { "" },
+                if linger_us > 0 { ", lingering" } else { "" },
+            );
+            let (source, pending, next) = (&source, &pending, &next);
+            // Work `k`: bytes `k * WORK_BYTES..` of the source, staged.
+            let work = move |k: usize| {
+                let part = &mut staging()[k * WORK_BYTES..((k + 1) * WORK_BYTES).min(bytes)];
+                let from = &source[k * WORK_BYTES..][..part.len()];
+                if streamed {
+                    stream_copy(part, from);
+                } else {
+                    part.copy_from_slice(from);
+                }
+                pending[k * WORK_BYTES / piece].fetch_sub(1, Ordering::Release);
+            };
+            // The next work no thread has taken, if any.
+            let claim = move || {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                (k < works).then_some(k)
+            };
+            time(&name, &mut || {
+                generation.fetch_add(1, Ordering::Relaxed);
+                next.store(0, Ordering::Relaxed);
+                for (k, count) in pending.iter().enumerate() {
+                    let len = piece.min(bytes - k * piece);
+                    count.store(len.div_ceil(WORK_BYTES), Ordering::Relaxed);
+                }
+                pool.in_place_scope_fifo(|scope| {
+                    for _ in 0..threads {
+                        scope.spawn_fifo(move |_| {
+                            while let Some(k) = claim() {
+                                work(k);
+                            }
+                        });
                     }
-                    pool.in_place_scope_fifo(|scope| {
-                        let (staging, source, pending) = (staging(), &source, &pending);
-                        for (k, part) in staging.chunks_mut(WORK_BYTES).enumerate() {
-                            scope.spawn_fifo(move |_| {
-                                let from = &source[k * WORK_BYTES..][..part.len()];
-                                if streamed {
-                                    stream_copy(part, from);
-                                } else {
-                                    part.copy_from_slice(from);
-                                }
-                                pending[k * WORK_BYTES / piece].fetch_sub(1, Ordering::Release);
-                            });
+                    let mut copied = 0;
+                    while copied < pieces {
+                        if pending[copied].load(Ordering::Acquire) == 0 {
+                            copy(copied * piece..((copied + 1) * piece).min(bytes));
+                            copied += 1;
+                        } else if let Some(k) = helps.then(claim).flatten() {
+                            work(k);
+                        } else {
+                            std::hint::spin_loop();
                         }
-                        for (k, count) in pending.iter().enumerate() {
-                            while count.load(Ordering::Acquire) != 0 {
+                    }
+                });
+                if linger_us > 0 {
+                    // Keep the threads awake a while for the next call.
+                    let call = generation.load(Ordering::Relaxed);
+                    for _ in 0..threads {
+                        pool.spawn(move || {
+                            let start = Instant::now();
+                            while generation.load(Ordering::Relaxed) == call
+                                && start.elapsed().as_micros() < linger_us
+                            {
                                 std::hint::spin_loop();
                             }
-                            copy(k * piece..((k + 1) * piece).min(bytes));
-                        }
-                    });
-                    wait();
-                });
-            }
+                        });
+                    }
+                }
+                wait();
+            });
         }
     }
 }

@@ -23,12 +23,10 @@
 //! Lanes follow the same path through a recurrence only if its branches
 //! agree on every lane: the drivers branch on the shape and the band, the
 //! same for pairs of one shape; comparisons of whole [`Lanes`] (`==`, `<`)
-//! hold when they hold on every lane. Soft-DTW's cell branches on all
-//! three neighbours being infinite, which for pairs of one shape is a
-//! question of the band alone, except after an overflow to infinity in some
-//! lanes only: the soft minimum then computes `inf - inf` in those lanes,
-//! and [`exp_lanes`] takes that NaN to 0, so the lane still gives the
-//! scalar result, infinity.
+//! hold when they hold on every lane. Soft-DTW's cell has no branch: its
+//! infinite results (three infinite neighbours, in some lanes only after
+//! an overflow) come out of the arithmetic lane by lane, as in the scalar
+//! cell.
 //!
 //! The GPU drivers move values as bits (warp shuffles), which lanes do not
 //! have; [`Real::to_bits`] and [`Real::to_f64`] give lane 0's.
@@ -392,6 +390,7 @@ impl<T: LaneReal, const K: usize> Real for Lanes<T, K> {
     const ZERO: Self = Lanes([T::ZERO; K]);
     const ONE: Self = Lanes([T::ONE; K]);
     const INFINITY: Self = Lanes([T::INFINITY; K]);
+    const MAX: Self = Lanes([T::MAX; K]);
     #[inline(always)]
     fn from_f64(value: f64) -> Self {
         Self::splat(T::from_f64(value))

@@ -53,6 +53,8 @@ pub trait Real:
     const ZERO: Self;
     const ONE: Self;
     const INFINITY: Self;
+    /// The largest finite value.
+    const MAX: Self;
     fn from_f64(value: f64) -> Self;
     fn from_index(index: usize) -> Self;
     fn to_f64(self) -> f64;
@@ -106,6 +108,7 @@ macro_rules! impl_real {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const INFINITY: Self = <$t>::INFINITY;
+            const MAX: Self = <$t>::MAX;
             #[inline(always)]
             fn from_f64(value: f64) -> Self {
                 value as $t

@@ -46,35 +46,36 @@ impl<T: Copy> MeasureParams for SoftDtwParams<T> {
 /// gamma))`. Two exponentials and one logarithm of a sum in `[1, 3]`, in
 /// the base [`Real::soft_pow`] computes; for `gamma -> 0` the exponentials
 /// underflow to 0 and the result is `plus(m)` exactly (the DTW limit).
-/// Infinite arguments contribute 0; all three infinite give infinity.
+/// Infinite arguments contribute 0; all three infinite give `plus(inf)`,
+/// infinity. The same bits for the arguments in any order, so that a pair
+/// and its transpose have the same value.
+///
+/// Without a branch or a test for infinity, which would cost a cell two
+/// more instructions (a branch around each cell would also keep the GPU
+/// from interleaving independent cells, `drivers::columns::skewed`): the
+/// differences are taken from `m` capped at the largest finite value, so
+/// that with all three infinite they are `-inf` (terms of 0), not NaN.
 ///
 /// `c` comes last in the order of its dependencies: what `a` and `b` give
 /// (their order) is computed apart from it, so that a driver whose `c`
 /// arrives last (the left neighbour, from the cell just computed) waits on
 /// two minimums, a subtraction, a scaling, an exponential, two additions,
-/// a logarithm, a fused multiply-add and a select. `plus` is the cell's
-/// cost added to `m` (one fused multiply-add for univariate DTW costs).
+/// a logarithm and a fused multiply-add. `plus` is the cell's cost added
+/// to `m` (one fused multiply-add for univariate DTW costs).
 #[inline(always)]
 pub fn soft_min_plus<T: Real>(gamma: T, a: T, b: T, c: T, plus: impl FnOnce(T) -> T) -> T {
     let (low, high) = (a.min(b), a.max(b));
     let smallest = low.min(c);
     let largest = high.max(c);
     let middle = low.max(high.min(c));
+    let capped = smallest.min(T::MAX);
     // Loop-invariant: the drivers' loops compute them once.
     let exp_scale = T::ONE / (gamma * T::SOFT_LN_BASE);
     let log_scale = gamma * T::SOFT_LN_BASE;
     let sum = T::ONE
-        + ((smallest - middle) * exp_scale).soft_pow()
-        + ((smallest - largest) * exp_scale).soft_pow();
-    let value = sum.soft_log().mul_add_fast(-log_scale, plus(smallest));
-    // A select, not an early return: a branch around each cell would keep
-    // the GPU from interleaving independent cells (`drivers::columns::skewed`).
-    // With every argument infinite `value` is NaN, and unused.
-    if smallest == T::INFINITY {
-        T::INFINITY
-    } else {
-        value
-    }
+        + ((capped - middle) * exp_scale).soft_pow()
+        + ((capped - largest) * exp_scale).soft_pow();
+    sum.soft_log().mul_add_fast(-log_scale, plus(smallest))
 }
 
 impl<T: Real> Recurrence<T> for SoftDtwParams<T> {

@@ -49,6 +49,69 @@ fn the_minimum_of_bits_is_the_float_minimum() {
     assert_eq!(min3_of_bits(2.0, -0.0, f32::INFINITY), 0.0);
 }
 
+/// Soft-DTW's soft minimum, which has no test for infinity: the same bits
+/// for its three arguments in every order (a pair and its transpose have
+/// one value); infinite arguments are terms of 0, and all three infinite
+/// give infinity; finite ones match `m - gamma ln(sum exp((m - x) / gamma))`
+/// in `f64` (`m` the smallest) to a few roundings of the result's scale;
+/// and a tiny `gamma` gives a unique minimum itself, bit for bit.
+#[test]
+fn the_soft_minimum_is_symmetric_and_infinite_only_for_three_infinities() {
+    use timewarp_kernels::measures::soft_dtw::soft_min_plus;
+    fn check<T: timewarp_kernels::Real + std::fmt::Debug>(values: &[f64], epsilon: f64) {
+        let bits = |x: T| x.to_bits();
+        for gamma in [1e-30, 0.01, 1.0, 10.0] {
+            let g = T::from_f64(gamma);
+            for &a in values {
+                for &b in values {
+                    for &c in values {
+                        let [x, y, z] = [a, b, c].map(T::from_f64);
+                        let got = soft_min_plus(g, x, y, z, |m| m);
+                        for [p, q, r] in [[x, z, y], [y, x, z], [y, z, x], [z, x, y], [z, y, x]] {
+                            let other = soft_min_plus(g, p, q, r, |m| m);
+                            assert_eq!(bits(other), bits(got), "order of {a}, {b}, {c}");
+                        }
+                        let [a, b, c] = [x, y, z].map(T::to_f64);
+                        let m = a.min(b).min(c);
+                        let got = got.to_f64();
+                        if m == f64::INFINITY {
+                            assert_eq!(got, f64::INFINITY, "three infinities, gamma {gamma}");
+                            continue;
+                        }
+                        let sum: f64 = [a, b, c].iter().map(|&x| ((m - x) / gamma).exp()).sum();
+                        let expected = m - gamma * sum.ln();
+                        let ties = [a, b, c].iter().filter(|&&x| x == m).count();
+                        if gamma == 1e-30 && ties == 1 {
+                            assert_eq!(got, m, "the minimum of {a}, {b}, {c}");
+                        }
+                        let scale = m.abs() + gamma;
+                        assert!(
+                            (got - expected).abs() <= epsilon * scale,
+                            "soft-min of {a}, {b}, {c}, gamma {gamma}: {got}, expected {expected}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    let values = [
+        -3.5,
+        -0.0,
+        0.0,
+        0.1,
+        0.1001,
+        1.0,
+        2.0,
+        40.0,
+        1e30,
+        f64::INFINITY,
+    ];
+    check::<f64>(&values, 1e-14);
+    check::<f32>(&values, 1e-6);
+    check::<f64>(&[1.0, f64::MAX, f64::INFINITY], 1e-14);
+    check::<f32>(&[1.0, f32::MAX as f64, f64::INFINITY], 1e-6);
+}
+
 /// A set of series of one length read without offsets (`offsets` null,
 /// `uniform_len`, `uniform_first` for a view that starts inside the
 /// memory) gives the kernels the same series, and the same sample

@@ -187,10 +187,11 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
         wave.fetch_left(wave.chunk_len);
     }
 
-    // A cheap cell's region on the matrix's left edge takes steps without
-    // the border's hand-out, which would be a fifth of such a step; other
-    // measures' steps test `has_left` (one copy of their larger steps).
-    let left = wave.has_left || !M::CHEAP_CELL;
+    // A region on the matrix's left edge takes steps without the border's
+    // hand-out (a fifth of a cheap cell's step, a branch and reconvergence
+    // in each of Soft-DTW's, whose warp issues one long chain); TWED's
+    // steps test `has_left` (one copy of their larger steps).
+    let left = wave.has_left || !(M::CHEAP_CELL || M::LATENCY_BOUND);
     match (window.is_banded(), left) {
         (true, true) => wave.sweep::<true, true>(lanes_used),
         (true, false) => wave.sweep::<true, false>(lanes_used),
