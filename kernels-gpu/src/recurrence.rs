@@ -87,7 +87,9 @@ pub trait Recurrence<T: Real> {
     /// Whether a cell's update is a long dependent chain (Soft-DTW's
     /// exponentials and logarithm): a CPU computing one pair should then
     /// interleave independent cells (anti-diagonal order,
-    /// `drivers::stencil`) rather than follow the rows.
+    /// `drivers::stencil`) rather than follow the rows, and a warp, whose
+    /// few companions hide little of its waiting, gets steps without the
+    /// left border's branch where a region has none (`drivers::columns`).
     const LATENCY_BOUND: bool = false;
 
     /// Whether a cell is a handful of instructions (DTW's), so that what a
