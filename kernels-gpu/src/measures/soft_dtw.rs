@@ -59,8 +59,8 @@ impl<T: Copy> MeasureParams for SoftDtwParams<T> {
 /// `c` comes last in the order of its dependencies: what `a` and `b` give
 /// (their order) is computed apart from it, so that a driver whose `c`
 /// arrives last (the left neighbour, from the cell just computed) waits on
-/// two minimums, a subtraction, a scaling, an exponential, two additions,
-/// a logarithm and a fused multiply-add. `plus` is the cell's cost added
+/// three minimums (the last the cap), a subtraction, a scaling, an
+/// exponential, two additions, a logarithm and a fused multiply-add. `plus` is the cell's cost added
 /// to `m` (one fused multiply-add for univariate DTW costs).
 #[inline(always)]
 pub fn soft_min_plus<T: Real>(gamma: T, a: T, b: T, c: T, plus: impl FnOnce(T) -> T) -> T {
