@@ -18,12 +18,6 @@ const CHECK_PIECE: usize = 1 << 16;
 /// NaN from the GPU means a value was never written (outputs are poisoned
 /// with NaN before each launch), which is a failure, never a result.
 pub(crate) fn check_finite<T: Float>(values: &[T], on_gpu: bool) -> Result<()> {
-    let first_bad = |values: &[T]| {
-        if all_finite(values) {
-            return None;
-        }
-        values.iter().copied().find(|v| !v.is_finite())
-    };
     // Large results (a query batch against millions of series) on all
     // cores; small ones here, where waking the threads would cost more
     // than the check.
@@ -32,11 +26,28 @@ pub(crate) fn check_finite<T: Float>(values: &[T], on_gpu: bool) -> Result<()> {
     } else {
         values.par_chunks(CHECK_PIECE).find_map_first(first_bad)
     };
-    match bad {
-        None => Ok(()),
-        Some(bad) if on_gpu && bad.to_f64().is_nan() => {
-            Err(Error::Gpu("a kernel left a result unwritten".into()))
-        }
-        Some(_) => Err(Error::Overflow { precision: T::NAME }),
+    bad.map_or(Ok(()), |bad| Err(not_finite(bad, on_gpu)))
+}
+
+/// [`check_finite`] on the calling thread, for a caller that has already
+/// spread its work over threads.
+pub(crate) fn check_finite_here<T: Float>(values: &[T], on_gpu: bool) -> Result<()> {
+    first_bad(values).map_or(Ok(()), |bad| Err(not_finite(bad, on_gpu)))
+}
+
+/// The first value of `values` that is not finite.
+fn first_bad<T: Float>(values: &[T]) -> Option<T> {
+    if all_finite(values) {
+        return None;
+    }
+    values.iter().copied().find(|v| !v.is_finite())
+}
+
+/// The error of a result that is not finite.
+fn not_finite<T: Float>(bad: T, on_gpu: bool) -> Error {
+    if on_gpu && bad.to_f64().is_nan() {
+        Error::Gpu("a kernel left a result unwritten".into())
+    } else {
+        Error::Overflow { precision: T::NAME }
     }
 }

@@ -298,11 +298,13 @@ impl<'g, T: Float> Pipeline<'g, T> {
 }
 
 impl<T: Float> Slot<T> {
-    /// Waits for the pending tile, if any, and copies its results into `out`.
+    /// Waits for the pending tile, if any, and copies its results into `out`
+    /// (whose part for them is made ready while the GPU computes them).
     fn finish(&mut self, out: &Output<T>) -> Result<()> {
         let Some(tile) = self.pending.take() else {
             return Ok(());
         };
+        out.prepare(&tile);
         self.done.synchronize().map_err(gpu_error)?;
         let results = self.results.as_ref().expect("a pending tile has results");
         // SAFETY: the copy into `results` is done (the event), and it

@@ -19,6 +19,11 @@ pub(crate) const SLOTS: usize = 4;
 pub(crate) const STAGING_BYTES: usize = 16 << 20;
 /// Largest output of one tile.
 const RESULT_BYTES: usize = 16 << 20;
+/// Against a resident set, a block of queries is cut into tiles of at most
+/// a [`SLOTS`]th of its outputs, but of no fewer than this many (a tile's
+/// launch must fill the GPU): the host checks and copies the last tile's
+/// results after the last kernel, the others' while kernels still run.
+const SPLIT_OUTPUTS: usize = 1 << 16;
 /// Streamed chunks get at least this many series (when the other side has
 /// that many) before the uploaded block is cut smaller instead.
 const MIN_CHUNK_SERIES: usize = 256;
@@ -190,7 +195,8 @@ pub(crate) fn streamed_plan<T: Float>(
 
 /// Tiles of queries against the series `columns` of a resident set: the
 /// queries uploaded in blocks, the resident set in ranges of columns whose
-/// outputs against a block fit a tile.
+/// outputs against a block fit a tile, and up to [`SLOTS`] ranges where
+/// each has [`SPLIT_OUTPUTS`] outputs or more.
 pub(crate) fn resident_plan<T: Float>(
     queries: &SeriesSet<T>,
     columns: Range<usize>,
@@ -201,7 +207,10 @@ pub(crate) fn resident_plan<T: Float>(
     let uploads = ranges(queries, 0..queries.len(), caps.fixed_bytes, max_fixed)
         .into_iter()
         .map(|rows| {
-            let per_tile = (caps.outputs / rows.len()).max(1);
+            let split = database
+                .div_ceil(SLOTS)
+                .max(SPLIT_OUTPUTS.div_ceil(rows.len()));
+            let per_tile = (caps.outputs / rows.len()).clamp(1, split);
             let tiles = count_ranges(database, per_tile)
                 .into_iter()
                 .map(|cols| Tile {
@@ -400,6 +409,28 @@ mod tests {
                 > 4
         );
         assert!(resident_plan(&database, 0..40, &tight).tiles().count() > 4);
+    }
+
+    #[test]
+    fn large_resident_blocks_give_a_tile_a_slot() {
+        let caps = Caps::new(1 << 30, 4);
+        let one = set(&[10], 1, false);
+        let columns = |plan: &Plan| -> Vec<usize> { plan.tiles().map(|t| t.cols.len()).collect() };
+        // One query against 2^20 series: four tiles of a quarter.
+        let plan = resident_plan(&one, 0..1 << 20, &caps);
+        assert_eq!(columns(&plan), vec![1 << 18; 4]);
+        // Tiles of no fewer than SPLIT_OUTPUTS outputs.
+        let plan = resident_plan(&one, 0..SPLIT_OUTPUTS, &caps);
+        assert_eq!(columns(&plan), vec![SPLIT_OUTPUTS]);
+        let plan = resident_plan(&one, 0..2 * SPLIT_OUTPUTS, &caps);
+        assert_eq!(columns(&plan), vec![SPLIT_OUTPUTS; 2]);
+        let three = set(&[10, 10, 10], 1, false);
+        let plan = resident_plan(&three, 0..SPLIT_OUTPUTS, &caps);
+        let per_tile = SPLIT_OUTPUTS.div_ceil(3);
+        assert_eq!(
+            columns(&plan),
+            vec![per_tile, per_tile, SPLIT_OUTPUTS - 2 * per_tile]
+        );
     }
 
     #[test]
