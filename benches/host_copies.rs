@@ -4,7 +4,8 @@
 //! copied whole or in 2 to 8 pieces, each as soon as it is written; the
 //! calling thread writing pieces too, or only waiting; the threads kept
 //! spinning 200 us after a call, or left to fall asleep), against the copy
-//! of bytes already pinned. Each call waits `--gap-us` first (the kernel a
+//! of bytes already pinned, and the bytes registered with the driver for
+//! the call (page-locked where they are), copied and unregistered. Each call waits `--gap-us` first (the kernel a
 //! call waits for, during which idle threads fall asleep), so the figures
 //! include waking the threads. Prints median and 10th-percentile times in
 //! us, the gap subtracted; `docs/benchmarks.md` (fourteenth and fifteenth
@@ -99,6 +100,49 @@ fn main() {
         copy(0..bytes);
         wait();
     });
+    // The source registered with the driver for the call (page-locked in
+    // place), copied, and unregistered: the registration and the copy are
+    // a call's path; the unregistration could overlap its kernel.
+    let mut phases = [Vec::new(), Vec::new(), Vec::new()];
+    let source_at = source.as_ptr() as *mut std::ffi::c_void;
+    for repeat in 0..REPEATS + 20 {
+        let start = Instant::now();
+        while start.elapsed().as_micros() < gap_us {
+            std::hint::spin_loop();
+        }
+        let start = Instant::now();
+        // SAFETY: `source` lives to the end and is unregistered below.
+        let registered = unsafe { sys::cuMemHostRegister_v2(source_at, bytes, 0) };
+        assert_eq!(registered, sys::CUresult::CUDA_SUCCESS, "register");
+        let registered_at = Instant::now();
+        // SAFETY: the device buffer holds `bytes`; waited for below.
+        unsafe { driver::memcpy_htod_async(to, &source[..], cu_stream) }.expect("copy");
+        wait();
+        let copied_at = Instant::now();
+        // SAFETY: registered above, no copy in flight.
+        let unregistered = unsafe { sys::cuMemHostUnregister(source_at) };
+        assert_eq!(unregistered, sys::CUresult::CUDA_SUCCESS, "unregister");
+        if repeat >= 20 {
+            phases[0].push((registered_at - start).as_secs_f64() * 1e6);
+            phases[1].push((copied_at - registered_at).as_secs_f64() * 1e6);
+            phases[2].push(copied_at.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    for (name, mut times) in [
+        "registered: register",
+        "registered: copy",
+        "registered: unregister",
+    ]
+    .into_iter()
+    .zip(phases)
+    {
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{name:<44} {:8.1} {:8.1}",
+            times[REPEATS / 2],
+            times[REPEATS / 10]
+        );
+    }
     // Counts the calls, so that threads kept spinning after one stop when
     // the next begins.
     static GENERATION: AtomicUsize = AtomicUsize::new(0);
