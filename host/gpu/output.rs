@@ -17,10 +17,11 @@ use std::sync::Mutex;
 /// tile before it waits for the tile's results: the matrix is allocated
 /// then (with the first tiles already queued) and the tile's part of it
 /// written once, so that its pages are faulted in while the GPU works.
-/// Each tile's results are checked ([`crate::finite::check_finite`]) as they are copied
-/// in, on several threads for large tiles. Faulting in pages and reading
-/// the results both run at the host's memory speed: before the first
-/// launch or after the last kernel they would leave the GPU idle.
+/// Each tile's results are checked ([`crate::finite::check_finite`]) as
+/// they are copied in, on several threads for large tiles. Faulting in
+/// pages and reading the results both run at the host's memory speed:
+/// before the first launch or after the last kernel they would leave the
+/// GPU idle.
 pub(crate) struct Output<T> {
     shape: (usize, usize),
     placed: Mutex<Placed<T>>,
@@ -97,8 +98,8 @@ impl<T: Float> Placed<T> {
 }
 
 /// Copies a tile's results (row-major) into `out`, and their transpose
-/// too for a mirrored tile, checking them ([`crate::finite::check_finite`]) as they are
-/// copied.
+/// too for a mirrored tile, checking them ([`crate::finite::check_finite`])
+/// as they are copied.
 fn place<T: Float>(out: &mut ArrayViewMut2<T>, tile: &Tile, values: &[T]) -> Result<()> {
     let view = ArrayView2::from_shape((tile.rows.len(), tile.cols.len()), values)
         .expect("a tile's results");
