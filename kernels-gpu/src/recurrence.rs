@@ -92,10 +92,11 @@ pub trait Recurrence<T: Real> {
     /// left border's branch where a region has none (`drivers::columns`).
     const LATENCY_BOUND: bool = false;
 
-    /// Whether a cell is a handful of instructions (DTW's), so that what a
-    /// driver spends per step beside the cells weighs: the warp drivers then
-    /// unroll steps (two a loop iteration, or the sheared band's ring), which
-    /// spares register moves between steps but holds more registers.
+    /// Whether a cell is a short chain of plain arithmetic (DTW's, TWED's),
+    /// so that what a driver spends per step beside the cells weighs: the
+    /// warp drivers then unroll steps (two a loop iteration, or the sheared
+    /// band's ring), which spares register moves between steps but may hold
+    /// more registers.
     const CHEAP_CELL: bool = false;
 
     /// The cells the measure allows.

@@ -189,8 +189,9 @@ unsafe fn region_steps<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
 
     // A region on the matrix's left edge takes steps without the border's
     // hand-out (a fifth of a cheap cell's step, a branch and reconvergence
-    // in each of Soft-DTW's, whose warp issues one long chain); TWED's
-    // steps test `has_left` (one copy of their larger steps).
+    // in each of Soft-DTW's, whose warp issues one long chain); a measure
+    // whose cell is neither would test `has_left` in its steps (one copy of
+    // its larger steps).
     let left = wave.has_left || !(M::CHEAP_CELL || M::LATENCY_BOUND);
     match (window.is_banded(), left) {
         (true, true) => wave.sweep::<true, true>(lanes_used),
