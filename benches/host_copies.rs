@@ -12,8 +12,13 @@
 //! sessions) has this machine's figures and what the uploads took from
 //! them.
 //!
-//! `cargo bench --bench host_copies -- [BYTES] [--gap-us US]`; without a GPU
-//! it says so and exits.
+//! The pinned buffer is write-combined, as the library's staging buffers,
+//! or with `--cached` ordinary cached (write-back) pinned memory, into which
+//! non-temporal stores go at the memory's speed rather than the uncached
+//! write-combining path's.
+//!
+//! `cargo bench --bench host_copies -- [BYTES] [--gap-us US] [--cached]`;
+//! without a GPU it says so and exits.
 
 use cudarc::driver::{result as driver, sys, CudaContext, DevicePtr};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +31,7 @@ const WORK_BYTES: usize = 64 << 10;
 fn main() {
     let mut bytes = 1 << 20;
     let mut gap_us = 60;
+    let mut cached = false;
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -35,7 +41,8 @@ fn main() {
                     .and_then(|v| v.parse().ok())
                     .expect("--gap-us US")
             }
-            other => bytes = other.parse().expect("BYTES or --gap-us US"),
+            "--cached" => cached = true,
+            other => bytes = other.parse().expect("BYTES, --gap-us US or --cached"),
         }
     }
     // The library's probe first: cudarc panics where there is no driver.
@@ -50,8 +57,12 @@ fn main() {
     let to = device.device_ptr(&stream).0;
     let cu_stream = stream.cu_stream();
     let source: Vec<u8> = (0..bytes).map(|k| (k * 31) as u8).collect();
-    // Write-combined, as the library's staging buffers.
-    let flags = sys::CU_MEMHOSTALLOC_WRITECOMBINED;
+    // Write-combined, as the library's staging buffers, unless `--cached`.
+    let (flags, memory) = if cached {
+        (0, "cached")
+    } else {
+        (sys::CU_MEMHOSTALLOC_WRITECOMBINED, "write-combined")
+    };
     // SAFETY: u8 is valid whatever the memory holds.
     let mut pinned =
         unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }.expect("pinned");
@@ -69,7 +80,10 @@ fn main() {
     };
     let wait = || unsafe { driver::stream::synchronize(cu_stream) }.expect("synchronize");
 
-    println!("{bytes} bytes, {gap_us} us between calls; median and 10th percentile (us)");
+    println!(
+        "{bytes} bytes, {gap_us} us between calls, {memory} pinned memory; \
+         median and 10th percentile (us)"
+    );
     let time = |name: &str, call: &mut dyn FnMut()| {
         let mut times = Vec::with_capacity(REPEATS);
         for repeat in 0..REPEATS + 20 {
