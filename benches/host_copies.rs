@@ -5,17 +5,17 @@
 //! calling thread writing pieces too, or only waiting; the threads kept
 //! spinning 200 us after a call, or left to fall asleep), against the copy
 //! of bytes already pinned, and the bytes registered with the driver for
-//! the call (page-locked where they are), copied and unregistered. Each call waits `--gap-us` first (the kernel a
-//! call waits for, during which idle threads fall asleep), so the figures
-//! include waking the threads. Prints median and 10th-percentile times in
-//! us, the gap subtracted; `docs/benchmarks.md` (fourteenth and fifteenth
-//! sessions) has this machine's figures and what the uploads took from
-//! them.
+//! the call (page-locked where they are), copied and unregistered. Each
+//! call waits `--gap-us` first (the kernel a call waits for, during which
+//! idle threads fall asleep), so the figures include waking the threads.
+//! Prints median and 10th-percentile times in us, the gap subtracted;
+//! `docs/benchmarks.md` (fourteenth to seventeenth sessions) has this
+//! machine's figures and what the uploads took from them.
 //!
 //! The pinned buffer is write-combined, as the library's staging buffers,
-//! or with `--cached` ordinary cached (write-back) pinned memory, into which
-//! non-temporal stores go at the memory's speed rather than the uncached
-//! write-combining path's.
+//! or with `--cached` cached (write-back) pinned memory: non-temporal stores
+//! into it skip the caches as they do into write-combined memory, but may
+//! go at the memory's speed rather than the uncached path's.
 //!
 //! `cargo bench --bench host_copies -- [BYTES] [--gap-us US] [--cached]`;
 //! without a GPU it says so and exits.
