@@ -6,6 +6,7 @@
 use super::context::Gpu;
 use super::device::gpu_error;
 use super::layout::{as_bytes_u64, Image, Layout};
+use super::plan::paired::lengths_range;
 use super::staging::{keeps, stage_and_copy, Pinned, PinnedPool, Staging};
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
@@ -78,6 +79,7 @@ impl<T: Float> DeviceSeriesSet<T> {
             layout: self.image.layout,
             values_address: self.image.base + self.image.layout.values_at() as u64,
             offsets: &self.offsets,
+            lengths: self.lengths(),
             uniform: None,
             memory: PhantomData,
         }
@@ -97,6 +99,10 @@ pub(crate) struct DeviceBatch<'a, T> {
     /// `len + 1` sample offsets; only their differences count (those of an
     /// uploaded range start where the range starts in its host batch).
     offsets: &'a [u64],
+    /// The (shortest, longest) of its series, known from what the batch
+    /// was made from: planning a small call reads them several times, and
+    /// a scan of the offsets would take longer than the rest of the plan.
+    lengths: (usize, usize),
     /// Every series' length, when they are all equal and the kernels find
     /// them without offsets in device memory ([`SetRef::uniform_len`]).
     uniform: Option<u64>,
@@ -107,6 +113,11 @@ impl<'a, T> DeviceBatch<'a, T> {
     /// The `len + 1` sample offsets of its series.
     pub(crate) fn offsets(&self) -> &'a [u64] {
         self.offsets
+    }
+
+    /// The (shortest, longest) of its series.
+    pub(crate) fn lengths(&self) -> (usize, usize) {
+        self.lengths
     }
 
     /// Dimensions of each sample.
@@ -176,6 +187,7 @@ impl<T: Float> ForeignBatch<T> {
             layout: self.layout,
             values_address: self.values_address,
             offsets: &self.offsets,
+            lengths: (len as usize, len as usize),
             uniform: Some(len),
             memory: PhantomData,
         }
@@ -224,12 +236,19 @@ impl<T: Float> Uploaded<'_, T> {
     /// batch it was uploaded from.
     pub(crate) fn batch<'b>(&'b self, index: usize, set: &'b SeriesSet<T>) -> DeviceBatch<'b, T> {
         let (base, values_address, layout, uniform) = self.images[index];
+        let offsets = &set.parts().1[self.first..=self.first + layout.count];
+        let lengths = if layout.count == set.len() {
+            set.lengths()
+        } else {
+            lengths_range(offsets)
+        };
         DeviceBatch {
             base,
             layout,
             values_address,
             uniform,
-            offsets: &set.parts().1[self.first..=self.first + layout.count],
+            offsets,
+            lengths,
             memory: PhantomData,
         }
     }

@@ -108,15 +108,10 @@ fn value_border<T: Float, P: KernelParams<T>>(
 }
 
 /// Device memory a paired value computation allocates per pair: its
-/// outputs, one a launch, and the warp kernel's border (shared by the
-/// launches, which run one after the other).
-fn value_bytes<T: Float, P: KernelParams<T>>(
-    params: &P,
-    variant: Variant,
-    launches: &[LaunchLengths],
-    dims: usize,
-) -> usize {
-    (launches.len() + value_border::<T, P>(params, variant, launches, dims)) * size_of::<T>()
+/// outputs, one a launch, and the warp kernel's border of `border` values
+/// (shared by the launches, which run one after the other).
+fn value_bytes<T: Float>(launches: usize, border: usize) -> usize {
+    (launches + border) * size_of::<T>()
 }
 
 /// [`paired_values`] on every GPU of `gpus`: the pairs in contiguous
@@ -191,7 +186,8 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
         (busy, budget, (0..pairs).map(|k| k..k + 1).collect())
     } else {
         let launches = launch_lengths(&shapes);
-        let per_pair = value_bytes::<T, P>(&params, variant, &launches, x.dims());
+        let border = value_border::<T, P>(&params, variant, &launches, x.dims());
+        let per_pair = value_bytes::<T>(launches.len(), border);
         // What the pairs take one by one (`series`: their images, each
         // with two offsets more than a part of the whole images) and what
         // the launches allocate: chunks are cut only where that passes
@@ -258,7 +254,8 @@ pub(crate) fn paired_values_resident<T: Float, P: KernelParams<T>>(
         usize::MAX
     } else {
         let launches = launch_lengths(&shapes);
-        shapes.pairs() * value_bytes::<T, P>(&params, variant, &launches, x.dims())
+        let border = value_border::<T, P>(&params, variant, &launches, x.dims());
+        shapes.pairs() * value_bytes::<T>(launches.len(), border)
     };
     let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
     let batches = (&x.batch(), &y.batch());
@@ -282,7 +279,7 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     budget: usize,
     device_out: Option<u64>,
 ) -> Result<Vec<T>> {
-    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let shapes = Shapes::of_batches(x, y, divergence);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
     if variant == Variant::Tiled {
         let mut values = Vec::with_capacity(launches * pairs);
@@ -307,8 +304,12 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     let dims = x.dims();
     let lengths = launch_lengths(&shapes);
     let border = value_border::<T, P>(&params, variant, &lengths, dims);
-    let per_pair = value_bytes::<T, P>(&params, variant, &lengths, dims);
-    let ranges = chunks(pairs, budget, 0, |_| per_pair, "its value")?;
+    let per_pair = value_bytes::<T>(launches, border);
+    let ranges = if pairs * per_pair <= budget && pairs as u64 <= MAX_BLOCKS {
+        std::iter::once(0..pairs).collect()
+    } else {
+        chunks(pairs, budget, 0, |_| per_pair, "its value")?
+    };
     let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
     let stream = &gpu.stream;
     // The values go straight to the host when a kept pinned buffer holds
@@ -346,10 +347,13 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     } else {
         at(borders_at) as *mut T
     };
-    let mut values = vec![T::ZERO; launches * pairs];
+    // Filled chunk by chunk from device outputs; mapped ones need none.
+    let mut values = match (&mapped, device_out) {
+        (None, None) => vec![T::ZERO; launches * pairs],
+        _ => Vec::new(),
+    };
     for range in ranges {
         let len = range.len();
-        let chunk = shapes.range(&range);
         if mapped.is_none() {
             // SAFETY: the buffer holds at least `launches * len` values.
             unsafe { poison_bytes(stream, base, launches * len * size_of::<T>()) }?;
@@ -395,7 +399,7 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
                 let geometry = (blocks, THREADS_PER_BLOCK as u32);
                 unsafe { gpu.launch_blocks(&function, geometry, 0, launch) }?;
             } else {
-                let ring = chunk.ring_len(l);
+                let ring = shapes.range(&range).ring_len(l);
                 let shared = shared_bytes::<T>(VALUE_RINGS, ring);
                 let id = KernelId::new(P::MEASURE, Driver::Stencil, false, T::PRECISION);
                 let (function, limit) = gpu.function_with_shared(id, shared)?;

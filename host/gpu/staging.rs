@@ -28,9 +28,9 @@ pub(crate) struct PinnedPool {
 struct PoolState {
     streams: Vec<Arc<CudaStream>>,
     /// Write-combined: the host only writes them.
-    staging: Vec<PinnedHostSlice<u8>>,
+    staging: Vec<Pinned>,
     /// Cached: the host reads them.
-    results: Vec<PinnedHostSlice<u8>>,
+    results: Vec<Pinned>,
 }
 
 impl PinnedPool {
@@ -76,23 +76,23 @@ impl PinnedPool {
                 .map(|(k, _)| k);
             best.map(|k| pool.swap_remove(k))
         };
-        let mut slice = match kept {
-            Some(slice) => slice,
-            None => {
-                let bytes = bytes.max(1).next_multiple_of(PINNED_GRANULE);
-                let flags = if write_combined {
-                    sys::CU_MEMHOSTALLOC_WRITECOMBINED
-                } else {
-                    0
-                };
-                let gpu = Some(context.ordinal());
-                timed(SetupKind::PinnedBuffer, gpu, bytes.to_string(), || {
-                    // SAFETY: u8 is valid whatever the memory holds.
-                    unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }
-                })
-                .map_err(gpu_error)?
-            }
+        // A kept buffer comes with its address: asking cudarc for it again
+        // costs a driver call (a wait for an event never recorded).
+        if let Some(buffer) = kept {
+            return Ok(buffer);
+        }
+        let bytes = bytes.max(1).next_multiple_of(PINNED_GRANULE);
+        let flags = if write_combined {
+            sys::CU_MEMHOSTALLOC_WRITECOMBINED
+        } else {
+            0
         };
+        let gpu = Some(context.ordinal());
+        let mut slice = timed(SetupKind::PinnedBuffer, gpu, bytes.to_string(), || {
+            // SAFETY: u8 is valid whatever the memory holds.
+            unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }
+        })
+        .map_err(gpu_error)?;
         let pointer = slice.as_mut_ptr().map_err(gpu_error)?;
         Ok(Pinned {
             slice,
@@ -114,7 +114,7 @@ impl PinnedPool {
             &mut state.results
         };
         if pool.len() < SLOTS {
-            pool.push(buffer.slice);
+            pool.push(buffer);
         }
     }
 }
@@ -334,6 +334,30 @@ impl Drop for WorkDone<'_> {
     }
 }
 
+/// How long the staging threads keep spinning after a staging, for the
+/// next one: threads that have fallen asleep take longer to start writing
+/// than the first piece takes to write (`docs/benchmarks.md`, eighteenth
+/// session). A bounded cost, a few cores for this long after a call that
+/// staged more than [`ONE_THREAD_STAGING_BYTES`].
+const STAGING_SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// Counts the stagings begun, so that threads spinning after one stop as
+/// soon as the next begins (or began meanwhile).
+static STAGINGS: AtomicUsize = AtomicUsize::new(0);
+
+/// Keeps every staging thread spinning for [`STAGING_SPIN`] after staging
+/// number `staging`, or until the next staging begins.
+fn keep_spinning(pool: &rayon::ThreadPool, staging: usize) {
+    for _ in 0..pool.current_num_threads() {
+        pool.spawn(move || {
+            let start = std::time::Instant::now();
+            while STAGINGS.load(Ordering::Relaxed) == staging && start.elapsed() < STAGING_SPIN {
+                std::hint::spin_loop();
+            }
+        });
+    }
+}
+
 /// The threads that write an upload's values into staging memory: a few,
 /// a pool of their own. Waking more (the copy threads, one a core) cost a
 /// call more than they saved (`docs/benchmarks.md`, fourteenth session).
@@ -386,6 +410,9 @@ pub(super) unsafe fn stage_and_copy(
         })
         .collect();
     let pool = staging_threads();
+    // Threads still spinning after an earlier staging stop for this one's
+    // work.
+    let staging = STAGINGS.fetch_add(1, Ordering::Relaxed) + 1;
     // A piece of work a thread for each copy.
     let work_bytes = (piece / pool.current_num_threads()).max(STAGING_WORK_BYTES);
     let mut work = Vec::new();
@@ -436,7 +463,9 @@ pub(super) unsafe fn stage_and_copy(
             copy(range.clone())?;
         }
         Ok(())
-    })
+    })?;
+    keep_spinning(pool, staging);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! read from the batches' offsets ([`Shapes`]), and where a gradient
 //! computation's outputs lie ([`GradientPlan`]).
 
+use crate::gpu::image::DeviceBatch;
 use crate::{Float, SeriesSet};
 use std::mem::size_of;
 use std::ops::Range;
@@ -42,7 +43,7 @@ pub(crate) fn lengths(offsets: &[u64]) -> impl Iterator<Item = usize> + '_ {
 
 /// The (shortest, longest) of the lengths `offsets` delimit; (0, 0) for
 /// none.
-fn lengths_range(offsets: &[u64]) -> (usize, usize) {
+pub(crate) fn lengths_range(offsets: &[u64]) -> (usize, usize) {
     let (min, max) = lengths(offsets).fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)));
     (min.min(max), max)
 }
@@ -70,6 +71,21 @@ impl<'a> Shapes<'a> {
             x_lengths,
             y_lengths,
         }
+    }
+
+    /// The shapes of paired device batches.
+    pub(crate) fn of_batches<T>(
+        x: &DeviceBatch<'a, T>,
+        y: &DeviceBatch<'a, T>,
+        divergence: bool,
+    ) -> Self {
+        Shapes::known(
+            x.offsets(),
+            y.offsets(),
+            divergence,
+            x.lengths(),
+            y.lengths(),
+        )
     }
 
     /// The shapes of paired host batches.
