@@ -93,7 +93,7 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
         let xs = ForeignBatch::<T>::new(x.address, (x.count, x.len, x.dims));
         let ys = ForeignBatch::<T>::new(y.address, (y.count, y.len, y.dims));
         let (xb, yb) = (xs.batch(), ys.batch());
-        let shapes = Shapes::of_batches(&xb, &yb, divergence);
+        let shapes = xb.paired_shapes(&yb, divergence);
         match wanted {
             Wanted::Values => {
                 let variant = choose(variant, &shapes)?;

@@ -289,7 +289,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
             for k in range.clone() {
                 store_offsets.push(total);
                 let (n, m) = shapes.lengths(l, k);
-                total += kernel.store_values(n, m) as u64;
+                total += plan.store_values(n, m) as u64;
             }
         }
         store_len = store_len.max(total as usize);

@@ -6,7 +6,7 @@
 use super::context::Gpu;
 use super::device::gpu_error;
 use super::layout::{as_bytes_u64, Image, Layout};
-use super::plan::paired::lengths_range;
+use super::plan::paired::{lengths_range, Shapes};
 use super::staging::{keeps, stage_and_copy, Pinned, PinnedPool, Staging};
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
@@ -115,9 +115,9 @@ impl<'a, T> DeviceBatch<'a, T> {
         self.offsets
     }
 
-    /// The (shortest, longest) of its series.
-    pub(crate) fn lengths(&self) -> (usize, usize) {
-        self.lengths
+    /// The shapes of the pairs of this batch (`x`) and `y`.
+    pub(crate) fn paired_shapes(&self, y: &DeviceBatch<'a, T>, divergence: bool) -> Shapes<'a> {
+        Shapes::known(self.offsets, y.offsets, divergence, self.lengths, y.lengths)
     }
 
     /// Dimensions of each sample.

@@ -279,7 +279,7 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     budget: usize,
     device_out: Option<u64>,
 ) -> Result<Vec<T>> {
-    let shapes = Shapes::of_batches(x, y, divergence);
+    let shapes = x.paired_shapes(y, divergence);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
     if variant == Variant::Tiled {
         let mut values = Vec::with_capacity(launches * pairs);

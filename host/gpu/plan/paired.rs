@@ -2,8 +2,8 @@
 //! read from the batches' offsets ([`Shapes`]), and where a gradient
 //! computation's outputs lie ([`GradientPlan`]).
 
-use crate::gpu::image::DeviceBatch;
 use crate::{Float, SeriesSet};
+use std::cell::Cell;
 use std::mem::size_of;
 use std::ops::Range;
 use timewarp_kernels::drivers::columns::gradient::panels_store_len;
@@ -71,21 +71,6 @@ impl<'a> Shapes<'a> {
             x_lengths,
             y_lengths,
         }
-    }
-
-    /// The shapes of paired device batches.
-    pub(crate) fn of_batches<T>(
-        x: &DeviceBatch<'a, T>,
-        y: &DeviceBatch<'a, T>,
-        divergence: bool,
-    ) -> Self {
-        Shapes::known(
-            x.offsets(),
-            y.offsets(),
-            divergence,
-            x.lengths(),
-            y.lengths(),
-        )
     }
 
     /// The shapes of paired host batches.
@@ -216,6 +201,8 @@ pub(crate) struct GradientPlan {
     /// longest pair's do not fit shared memory), or the borders between its
     /// panels; or 0.
     pub ring_bytes: usize,
+    /// The last pair's lengths and store values ([`GradientPlan::store_values`]).
+    last_store: Cell<((usize, usize), usize)>,
 }
 
 impl GradientPlan {
@@ -238,7 +225,21 @@ impl GradientPlan {
             with_y,
             kernel,
             ring_bytes,
+            last_store: Cell::new(((usize::MAX, usize::MAX), 0)),
         }
+    }
+
+    /// [`GradientKernel::store_values`] of an `n x m` pair, computed again
+    /// only when the lengths differ from the last pair's: it divides, and
+    /// planning a batch of one length asks it once a pair.
+    pub(crate) fn store_values(&self, n: usize, m: usize) -> usize {
+        let (lengths, values) = self.last_store.get();
+        if lengths == (n, m) {
+            return values;
+        }
+        let values = self.kernel.store_values(n, m);
+        self.last_store.set(((n, m), values));
+        values
     }
 
     /// Offsets in the output buffer of the gradients of launch `launch`
@@ -279,8 +280,45 @@ impl GradientPlan {
         (0..self.launches)
             .map(|l| {
                 let (n, m) = shapes.lengths(l, k);
-                self.kernel.store_values(n, m) * size_of::<T>() + size_of::<u64>() + self.ring_bytes
+                self.store_values(n, m) * size_of::<T>() + size_of::<u64>() + self.ring_bytes
             })
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The remembered store size is the kernel's for every pair, whether
+    /// its lengths repeat the last pair's or not.
+    #[test]
+    fn store_values_follow_the_lengths() {
+        let x: Vec<u64> = [0, 128, 256, 300, 301, 429, 557].to_vec();
+        let y: Vec<u64> = [0, 128, 256, 384, 385, 390, 518].to_vec();
+        let shapes = Shapes::new(&x, &y, false);
+        for kernel in [
+            GradientKernel::Warp {
+                warps: 1,
+                stripe: 4,
+            },
+            GradientKernel::Warp {
+                warps: 2,
+                stripe: 1,
+            },
+            GradientKernel::Stencil {
+                global_rings: false,
+            },
+        ] {
+            let plan = GradientPlan::new(&shapes, 1, false, kernel, 0);
+            for k in (0..shapes.pairs()).chain((0..shapes.pairs()).rev()) {
+                let (n, m) = shapes.lengths(0, k);
+                assert_eq!(
+                    plan.store_values(n, m),
+                    kernel.store_values(n, m),
+                    "pair {k}"
+                );
+            }
+        }
     }
 }
