@@ -62,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let k = y.len() as f32;
         let mut gradient = Array2::zeros(z.raw_dim());
         for g in &result.grad_x {
-            gradient += g;
+            gradient += &g;
         }
         Ok((result.values.sum() / k, gradient / k))
     };

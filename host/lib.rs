@@ -77,7 +77,7 @@ pub use metric::{Dtw, Metric, SoftDtw, Twed};
 pub use ndarray;
 pub use options::{ComputeOptions, Device, GpuSet, Placement, Variant};
 pub use resident::{upload, ResidentSet};
-pub use results::SoftDtwGradient;
+pub use results::{BatchGradient, SoftDtwGradient};
 pub use series::SeriesSet;
 
 /// The README's Rust snippets, compiled and run by `cargo test` as doc

@@ -28,13 +28,12 @@ use crate::finite::check_finite;
 use crate::gpu::{self, DeviceSeriesSet, Gpu};
 use crate::interrupt;
 use crate::resident::Stored;
-use crate::results::PairedGradients;
+use crate::results::{BatchGradient, PairedGradients};
 use crate::{
     cpu, Backend, ComputeOptions, Device, Error, Float, ResidentSet, Result, SeriesSet, SoftDtw,
     SoftDtwGradient, Variant,
 };
 use ndarray::{Array1, Array2, ArrayView2};
-use rayon::prelude::*;
 use timewarp_kernels::SoftDtwParams;
 
 /// Device memory one pair of `n x m` samples of `dims` values takes on the
@@ -276,29 +275,6 @@ fn cpu_gradients<T: Float>(
     })
 }
 
-/// The flat gradient of a batch (laid out like its values, `offsets` its
-/// sample offsets) cut into one `len x dims` array per series.
-fn split<T: Float>(flat: &[T], offsets: &[u64], dims: usize) -> Vec<Array2<T>> {
-    let base = offsets[0] as usize;
-    let one = |w: &[u64]| {
-        let (start, end) = (w[0] as usize - base, w[1] as usize - base);
-        let part = &flat[start * dims..end * dims];
-        Array2::from_shape_vec((end - start, dims), part.to_vec()).expect("gradient shape")
-    };
-    // Many series or values: an allocation and a copy each, on every core
-    // (below that, waking the pool's threads costs more than the split,
-    // and arrays allocated on other threads cost more to free).
-    if offsets.len() > PARALLEL_SPLIT_SERIES || flat.len() > PARALLEL_SPLIT_VALUES {
-        offsets.par_windows(2).map(one).collect()
-    } else {
-        offsets.windows(2).map(one).collect()
-    }
-}
-
-/// Series, or values, past which [`split`] runs on every core.
-const PARALLEL_SPLIT_SERIES: usize = 2048;
-const PARALLEL_SPLIT_VALUES: usize = 1 << 19;
-
 /// The values of `pairs` pairs: Soft-DTW, or the divergence from the three
 /// values of each pair.
 fn combine_values<T: Float>(v: Vec<T>, pairs: usize, divergence: bool) -> Array1<T> {
@@ -333,8 +309,8 @@ fn gradients<T: Float>(
     let divergence = metric.is_divergence();
     let result = inputs.gradients(params, divergence, with_y, options)?;
     let (x, y, dims) = inputs.layout();
-    let grad_x = split(&result.grad_x, x, dims);
-    let grad_y = result.grad_y.map(|g| split(&g, y, dims));
+    let mut grad_x = BatchGradient::new(result.grad_x, x, dims);
+    let mut grad_y = result.grad_y.map(|g| BatchGradient::new(g, y, dims));
     if !divergence {
         return Ok(SoftDtwGradient {
             values: Array1::from(result.values),
@@ -344,21 +320,14 @@ fn gradients<T: Float>(
     }
     // The gradient of sdtw(x, y) minus that of sdtw(x, x) with respect to
     // its first argument, and likewise for y.
-    let minus = |g: Vec<Array2<T>>, own: Vec<Array2<T>>| -> Vec<Array2<T>> {
-        g.iter().zip(&own).map(|(g, own)| g - own).collect()
-    };
-    let own_x = split(
-        result.grad_xx.as_deref().expect("the divergence's"),
-        x,
-        dims,
-    );
-    let grad_y = match (grad_y, result.grad_yy) {
-        (Some(g), Some(own)) => Some(minus(g, split(&own, y, dims))),
-        _ => None,
-    };
+    let own_x = result.grad_xx.expect("the divergence's");
+    grad_x.subtract(&BatchGradient::new(own_x, x, dims));
+    if let (Some(g), Some(own)) = (grad_y.as_mut(), result.grad_yy) {
+        g.subtract(&BatchGradient::new(own, y, dims));
+    }
     Ok(SoftDtwGradient {
         values: combine_values(result.values, x.len() - 1, true),
-        grad_x: minus(grad_x, own_x),
+        grad_x,
         grad_y,
     })
 }
@@ -518,6 +487,5 @@ pub fn soft_dtw_gradient<T: Float>(
     let ys = SeriesSet::from_series([y])?;
     let result =
         soft_dtw_pairs_gradient(&xs, &ys, metric, &ComputeOptions::on(Device::Cpu), false)?;
-    let gradient = result.grad_x.into_iter().next().expect("one pair");
-    Ok((result.values[0], gradient))
+    Ok((result.values[0], result.grad_x.series(0).to_owned()))
 }

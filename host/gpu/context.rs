@@ -4,7 +4,7 @@
 //! launches it ([`Gpu::launch`]). The launchers (`pairs`, `stencil`,
 //! `paired`, `gradient`, `long_pair`, `antidiagonal`) take a `&Gpu`.
 
-use super::device::{driver_error, gpu_error, list_gpus, GpuInfo};
+use super::device::{driver_error, gpu_error, list_gpus, GpuInfo, MemoryPool};
 use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::setup::{timed, SetupKind};
 use super::staging::PinnedPool;
@@ -58,6 +58,10 @@ pub struct Gpu {
     work_nanos: AtomicU64,
     /// The streams and pinned buffers of the pipelined pair kernels.
     pub(crate) pool: PinnedPool,
+    /// The device's pool of stream-ordered allocations, which keeps what
+    /// computations free ([`MemoryPool::keep_freed`]); none without
+    /// stream-ordered allocation.
+    memory_pool: Option<MemoryPool>,
 }
 
 /// A computation's hold on the GPU ([`Gpu::begin`]); adds its time to
@@ -228,10 +232,10 @@ impl Gpu {
             .nth(ordinal)
             .ok_or_else(|| "the driver reports no CUDA device".to_string())?;
         info.usable()?;
-        let context = timed(SetupKind::Context, Some(ordinal), "", || {
+        let (context, memory_pool) = timed(SetupKind::Context, Some(ordinal), "", || {
             let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
-            keep_freed_memory(&context, info.total_memory);
-            Ok::<_, String>(context)
+            let memory_pool = MemoryPool::keep_freed(&context, info.total_memory);
+            Ok::<_, String>((context, memory_pool))
         })?;
         let stream = context.default_stream();
         Ok(Gpu {
@@ -243,6 +247,7 @@ impl Gpu {
             busy_nanos: AtomicU64::new(0),
             pairs: AtomicU64::new(0),
             work_nanos: AtomicU64::new(0),
+            memory_pool,
             pool: PinnedPool::default(),
         })
     }
@@ -272,26 +277,35 @@ impl Gpu {
         self.context.bind_to_thread().map_err(gpu_error)?;
         let budget = match memory_budget {
             Some(bytes) => bytes,
-            None => driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3,
+            None => free_budget()?,
         };
         Ok((busy, budget))
     }
 
     /// [`Gpu::begin`] for a computation that allocates `needed` bytes in
     /// all: with no `memory_budget`, a small one (up to
-    /// [`SMALL_CALL_BYTES`]) takes what it needs as its budget instead of
+    /// [`SMALL_CALL_BYTES`]), or one that the memory the device's pool
+    /// keeps from earlier computations holds (a training loop's calls
+    /// repeat their sizes), takes what it needs as its budget instead of
     /// asking the driver for the free memory, a query that costs as much
-    /// as a small batch's kernel; if even that little is not free, its
-    /// allocation fails with the driver's error.
+    /// as a small batch's kernel; if even that is not free, its allocation
+    /// fails with the driver's error.
     pub(crate) fn begin_small(
         &self,
         memory_budget: Option<usize>,
         needed: usize,
     ) -> Result<(Busy<'_>, usize)> {
-        if memory_budget.is_some() || needed > SMALL_CALL_BYTES {
+        if memory_budget.is_some() {
             return self.begin(memory_budget);
         }
-        self.begin(Some(needed))
+        // Held first, so that no other computation takes the pool's memory
+        // between the look and the allocations.
+        let (busy, _) = self.begin(Some(needed))?;
+        let kept = |pool: MemoryPool| needed <= pool.spare();
+        if needed <= SMALL_CALL_BYTES || self.memory_pool.is_some_and(kept) {
+            return Ok((busy, needed));
+        }
+        Ok((busy, free_budget()?))
     }
 
     /// How long computations have held this GPU since it was opened, in
@@ -489,31 +503,11 @@ impl Gpu {
     }
 }
 
-/// Device memory that computations free stays in the device's default pool,
-/// up to an eighth of the device's memory, for the next computation (whose
-/// allocations repeat the same sizes, call after call), instead of going
-/// back to the driver at every synchronisation and being mapped again.
-/// Best effort: without stream-ordered allocation, or if the driver
-/// refuses, memory is freed as before.
-fn keep_freed_memory(context: &CudaContext, total_memory: usize) {
-    if !context.has_async_alloc() {
-        return;
-    }
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    let mut threshold = (total_memory / 8) as u64;
-    // SAFETY: `pool` receives the device's default pool; the attribute's
-    // value is a u64, as the driver's documentation gives it.
-    unsafe {
-        if sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device())
-            == sys::cudaError_enum::CUDA_SUCCESS
-        {
-            let _ = sys::cuMemPoolSetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                &mut threshold as *mut u64 as *mut std::ffi::c_void,
-            );
-        }
-    }
+/// A computation's share of the current context's free device memory: 3/4
+/// of it, leaving room for what the driver and other users allocate
+/// meanwhile.
+fn free_budget() -> Result<usize> {
+    Ok(driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3)
 }
 
 /// Fill a fresh output with NaN (all bits set), so a pair the kernel failed

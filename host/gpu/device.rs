@@ -1,8 +1,9 @@
 //! The GPUs the driver reports, and whether the kernels run on them,
-//! found without panicking where there is no driver.
+//! found without panicking where there is no driver, and the pool of
+//! stream-ordered device memory of one.
 
 use super::ptx::{min_compute_capability, ptx_target};
-use cudarc::driver::{result as driver, sys};
+use cudarc::driver::{result as driver, sys, CudaContext};
 
 /// A GPU as the driver describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,4 +74,70 @@ pub fn list_gpus() -> std::result::Result<Vec<GpuInfo>, String> {
             })
         })
         .collect()
+}
+
+/// A device's default pool of stream-ordered allocations.
+#[derive(Clone, Copy)]
+pub(crate) struct MemoryPool(sys::CUmemoryPool);
+
+// SAFETY: a pool handle names a device-wide object; the driver's pool
+// functions may be called from any thread.
+unsafe impl Send for MemoryPool {}
+unsafe impl Sync for MemoryPool {}
+
+impl MemoryPool {
+    /// The pool of `context`'s device, set to keep what computations free,
+    /// up to an eighth of the device's memory, for the next computation
+    /// (whose allocations repeat the same sizes, call after call), instead
+    /// of giving it back to the driver at every synchronisation to be
+    /// mapped again. None without stream-ordered allocation; if the driver
+    /// refuses the setting, memory is freed as before.
+    pub(crate) fn keep_freed(context: &CudaContext, total_memory: usize) -> Option<MemoryPool> {
+        if !context.has_async_alloc() {
+            return None;
+        }
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        let mut threshold = (total_memory / 8) as u64;
+        // SAFETY: `pool` receives the device's default pool; the
+        // attribute's value is a u64, as the driver's documentation gives it.
+        unsafe {
+            if sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device())
+                != sys::cudaError_enum::CUDA_SUCCESS
+            {
+                return None;
+            }
+            let _ = sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                &mut threshold as *mut u64 as *mut std::ffi::c_void,
+            );
+        }
+        Some(MemoryPool(pool))
+    }
+
+    /// Bytes the pool holds that no allocation uses: what allocations can
+    /// take without the pool growing (0 if the driver does not say).
+    pub(crate) fn spare(self) -> usize {
+        let attribute = |attribute| {
+            let mut value = 0u64;
+            // SAFETY: the pool is the device's default, which lives as long
+            // as the driver; these attributes' values are u64.
+            let status = unsafe {
+                sys::cuMemPoolGetAttribute(
+                    self.0,
+                    attribute,
+                    &mut value as *mut u64 as *mut std::ffi::c_void,
+                )
+            };
+            (status == sys::cudaError_enum::CUDA_SUCCESS).then_some(value)
+        };
+        use sys::CUmemPool_attribute::{
+            CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT as RESERVED,
+            CU_MEMPOOL_ATTR_USED_MEM_CURRENT as USED,
+        };
+        match (attribute(RESERVED), attribute(USED)) {
+            (Some(reserved), Some(used)) => reserved.saturating_sub(used) as usize,
+            _ => 0,
+        }
+    }
 }

@@ -4,9 +4,9 @@
 
 use super::context::{Gpu, KernelParams};
 use super::device::gpu_error;
-use super::gradient::{gradient_into, gradient_kernel};
+use super::gradient::{gradient_call_bytes, gradient_into, gradient_kernel};
 use super::image::ForeignBatch;
-use super::paired::{choose, values_on};
+use super::paired::{choose, value_call_bytes, values_on};
 use super::plan::paired::{GradientKernel, GradientPlan, Shapes};
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, sys};
@@ -82,7 +82,31 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
     wait_for: Option<sys::CUstream>,
     memory_budget: Option<usize>,
 ) -> Result<()> {
-    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
+    let xs = ForeignBatch::<T>::new(x.address, (x.count, x.len, x.dims));
+    let ys = ForeignBatch::<T>::new(y.address, (y.count, y.len, y.dims));
+    let (xb, yb) = (xs.batch(), ys.batch());
+    let shapes = xb.paired_shapes(&yb, divergence);
+    // The kernels first: what they allocate decides whether the driver is
+    // asked for the free memory.
+    let (kernels, needed) = match wanted {
+        Wanted::Values => {
+            let variant = choose(variant, &shapes)?;
+            let needed = value_call_bytes::<T, P>(&params, variant, &shapes, x.dims);
+            (Kernels::Values(variant), needed)
+        }
+        Wanted::Gradients { with_y } => {
+            let kernel = gradient_kernel::<T>(
+                gpu,
+                &shapes,
+                P::MEASURE,
+                (variant, shapes.longest_columns(), shapes.pairs()),
+                x.dims,
+            )?;
+            let needed = gradient_call_bytes::<T>(kernel, &shapes, x.dims, with_y, false);
+            (Kernels::Gradients(kernel, with_y), needed)
+        }
+    };
+    let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
     if let Some(stream) = wait_for {
         let event = gpu.context.new_event(None).map_err(gpu_error)?;
         // SAFETY: the caller vouches for the stream; the event is ours.
@@ -90,13 +114,8 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
         gpu.stream.wait(&event).map_err(gpu_error)?;
     }
     let result = (|| {
-        let xs = ForeignBatch::<T>::new(x.address, (x.count, x.len, x.dims));
-        let ys = ForeignBatch::<T>::new(y.address, (y.count, y.len, y.dims));
-        let (xb, yb) = (xs.batch(), ys.batch());
-        let shapes = xb.paired_shapes(&yb, divergence);
-        match wanted {
-            Wanted::Values => {
-                let variant = choose(variant, &shapes)?;
+        match kernels {
+            Kernels::Values(variant) => {
                 values_on(
                     gpu,
                     variant,
@@ -107,14 +126,7 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
                     Some(out),
                 )?;
             }
-            Wanted::Gradients { with_y } => {
-                let kernel = gradient_kernel::<T>(
-                    gpu,
-                    &shapes,
-                    P::MEASURE,
-                    (variant, shapes.longest_columns(), shapes.pairs()),
-                    x.dims,
-                )?;
+            Kernels::Gradients(kernel, with_y) => {
                 gradient_into(
                     gpu,
                     params,
@@ -131,6 +143,13 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
     })();
     gpu.settle(result.is_err());
     result
+}
+
+/// What [`paired_on_device`] launches.
+enum Kernels {
+    Values(Variant),
+    /// The kernel, and whether with respect to `y` too.
+    Gradients(GradientKernel, bool),
 }
 
 /// Orders the caller's stream after the work queued on the GPU's stream

@@ -23,8 +23,8 @@ use super::device::gpu_error;
 use super::image::{upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::multi::{on_one_gpu, spread_pair_blocks};
-use super::plan::chunks;
 use super::plan::paired::{operands, GradientKernel, GradientPlan, Shapes};
+use super::plan::{chunks, MAX_BLOCKS};
 use super::select::{block_threads, gradient_driver, gradient_shape};
 use super::staging::outputs_to_host;
 use super::stencil::{shared_bytes, stencil_launch};
@@ -64,7 +64,6 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     memory_budget: Option<usize>,
 ) -> Result<PairedGradients<T>> {
     let shapes = Shapes::of_sets(x, y, divergence);
-    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let dims = x.dims();
     let kernel = gradient_kernel::<T>(
         gpu,
@@ -84,22 +83,33 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
         kernel,
         ring_bytes::<T>(kernel, &shapes, dims),
     );
-    let bytes = |k: usize| {
-        image_bytes(x, k..k + 1)
-            + image_bytes(y, k..k + 1)
-            + plan.outputs_of(&shapes, k, dims) * size_of::<T>()
-            + plan.workspace_of::<T>(&shapes, k)
-    };
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
-    let mut result = PairedGradients {
-        values: vec![T::ZERO; launches * pairs],
-        grad_x: Vec::with_capacity(plan.x_values),
-        grad_y: with_y.then(|| Vec::with_capacity(plan.y_values)),
-        grad_xx: divergence.then(|| Vec::with_capacity(plan.x_values)),
-        grad_yy: (divergence && with_y).then(|| Vec::with_capacity(plan.y_values)),
+    // The images and every pair's workspace as the largest: one chunk,
+    // without asking the driver for the free memory if the pool holds it.
+    let images = image_bytes(x, 0..pairs) + image_bytes(y, 0..pairs) + pairs * 16;
+    let needed =
+        UPLOAD_SLACK + images + gradient_call_bytes::<T>(kernel, &shapes, dims, with_y, true);
+    let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
+    let ranges = if needed <= budget && pairs as u64 <= MAX_BLOCKS {
+        std::iter::once(0..pairs).collect()
+    } else {
+        let bytes = |k: usize| {
+            image_bytes(x, k..k + 1)
+                + image_bytes(y, k..k + 1)
+                + plan.outputs_of(&shapes, k, dims) * size_of::<T>()
+                + plan.workspace_of::<T>(&shapes, k)
+        };
+        chunks(pairs, budget, UPLOAD_SLACK, bytes, "its Soft-DTW gradient")?
     };
-    let ranges = chunks(pairs, budget, UPLOAD_SLACK, bytes, "its Soft-DTW gradient")?;
     let whole = ranges.len() == 1;
+    let capacity = |values: usize| Vec::with_capacity(if whole { 0 } else { values });
+    let mut result = PairedGradients {
+        values: vec![T::ZERO; if whole { 0 } else { launches * pairs }],
+        grad_x: capacity(plan.x_values),
+        grad_y: with_y.then(|| capacity(plan.y_values)),
+        grad_xx: divergence.then(|| capacity(plan.x_values)),
+        grad_yy: (divergence && with_y).then(|| capacity(plan.y_values)),
+    };
     for range in ranges {
         let uploaded = upload_ranges(gpu, &[x, y], range.clone(), AsyncCopies::CallerWaits)?;
         let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
@@ -149,8 +159,8 @@ pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differenti
     with_y: bool,
     memory_budget: Option<usize>,
 ) -> Result<PairedGradients<T>> {
-    let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
-    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let (xb, yb) = (x.batch(), y.batch());
+    let shapes = xb.paired_shapes(&yb, divergence);
     let kernel = gradient_kernel::<T>(
         gpu,
         &shapes,
@@ -158,15 +168,9 @@ pub(crate) fn paired_gradient_resident<T: Float, P: KernelParams<T> + Differenti
         (variant, shapes.longest_columns(), shapes.pairs()),
         x.dims(),
     )?;
-    let result = gradient_on(
-        gpu,
-        params,
-        (&x.batch(), &y.batch()),
-        divergence,
-        with_y,
-        budget,
-        kernel,
-    );
+    let needed = gradient_call_bytes::<T>(kernel, &shapes, x.dims(), with_y, true);
+    let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
+    let result = gradient_on(gpu, params, (&xb, &yb), divergence, with_y, budget, kernel);
     gpu.settle(result.is_err());
     result
 }
@@ -185,7 +189,7 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
     budget: usize,
     kernel: GradientKernel,
 ) -> Result<PairedGradients<T>> {
-    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let shapes = x.paired_shapes(y, divergence);
     let plan = GradientPlan::new(&shapes, x.dims(), with_y, kernel, 0);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
     let outputs = plan.outputs();
@@ -245,7 +249,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     kernel: GradientKernel,
     out: u64,
 ) -> Result<()> {
-    let shapes = Shapes::new(x.offsets(), y.offsets(), divergence);
+    let shapes = x.paired_shapes(y, divergence);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
     let plan = GradientPlan::new(
         &shapes,
@@ -256,13 +260,20 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     );
     let global_rings = kernel == GradientKernel::Stencil { global_rings: true };
     debug_assert_eq!((plan.x_values, plan.y_values), (x.values(), y.values()));
-    let ranges = chunks(
-        pairs,
-        budget,
-        0,
-        |k| plan.workspace_of::<T>(&shapes, k),
-        "its Soft-DTW gradient",
-    )?;
+    // One chunk, without a pass over the pairs, when every pair's
+    // workspace would fit as the largest possible one.
+    let all_fit = pairs > 0 && pairs.saturating_mul(plan.largest_workspace::<T>(&shapes)) <= budget;
+    let ranges = if all_fit && pairs as u64 <= MAX_BLOCKS {
+        std::iter::once(0..pairs).collect()
+    } else {
+        chunks(
+            pairs,
+            budget,
+            0,
+            |k| plan.workspace_of::<T>(&shapes, k),
+            "its Soft-DTW gradient",
+        )?
+    };
     let stream = &gpu.stream;
     let at = |values: usize| out + (values * size_of::<T>()) as u64;
     // The values poisoned with NaN (a pair the kernel failed to write
@@ -279,26 +290,16 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     // chunk's store, uploaded together; and one store (and rings) for
     // the largest chunk, used by each in turn (the forward pass writes
     // every cell before the backward pass reads it).
-    let mut store_offsets = Vec::with_capacity(launches * pairs);
-    let mut store_len = 0;
-    let mut starts = Vec::with_capacity(ranges.len());
-    for range in &ranges {
-        starts.push(store_offsets.len());
-        let mut total = 0u64;
-        for l in 0..launches {
-            for k in range.clone() {
-                store_offsets.push(total);
-                let (n, m) = shapes.lengths(l, k);
-                total += plan.store_values(n, m) as u64;
-            }
-        }
-        store_len = store_len.max(total as usize);
-    }
+    let (store_offsets, starts, store_len) = plan.store_offsets(&shapes, &ranges);
     let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
     // Rings in global memory: `ring` values each, per pair of a launch
     // (the launches, one after the other, share them); or the borders
     // between panels, `borders` values a pair, zeroed before each launch.
-    let ring = shapes.longest_ring();
+    let ring = if global_rings {
+        shapes.longest_ring()
+    } else {
+        1
+    };
     let borders = match kernel {
         GradientKernel::Warp { warps, .. } if warps > 1 => {
             panel_gradient_workspace::<T>(shapes.longest_rows(), x.dims(), warps)
@@ -310,21 +311,29 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     } else {
         longest_chunk * borders
     };
-    // The rings' or borders' 16-byte alignment.
+    // One allocation: the store offsets, the store, the rings or borders
+    // (each 16-byte aligned).
+    let offsets_len =
+        (store_offsets.len() * size_of::<u64>()).next_multiple_of(16) / size_of::<T>();
     let store_len = store_len.next_multiple_of(16 / size_of::<T>());
-    let store_offsets = stream.clone_htod(&store_offsets).map_err(gpu_error)?;
-    let offsets_base = store_offsets.device_ptr(stream).0;
     // SAFETY: uninitialised, as the drivers read no cell of the store or
     // the rings before writing it: the forward pass writes every interior
     // cell (outside the band as infinity) before the backward pass reads
-    // it, and each anti-diagonal of the rings before the next reads it.
+    // it, and each anti-diagonal of the rings before the next reads it;
+    // the offsets are copied in next.
     let workspace =
-        unsafe { stream.alloc::<T>((store_len + ring_values).max(1)) }.map_err(gpu_error)?;
-    let store = workspace.device_ptr(stream).0;
+        unsafe { stream.alloc::<T>(offsets_len + store_len + ring_values) }.map_err(gpu_error)?;
+    let offsets_base = workspace.device_ptr(stream).0;
+    // SAFETY: the workspace begins with room for the offsets; from pageable
+    // memory, the copy has read them when it returns.
+    if !store_offsets.is_empty() {
+        unsafe { driver::memcpy_htod_async(offsets_base, &store_offsets[..], stream.cu_stream()) }
+            .map_err(gpu_error)?;
+    }
+    let store = offsets_base + (offsets_len * size_of::<T>()) as u64;
     let rings = store + (store_len * size_of::<T>()) as u64;
     for (range, start) in ranges.iter().zip(starts) {
         let len = range.len();
-        let chunk = shapes.range(range);
         for l in 0..launches {
             let (a, b) = operands(l, x, y);
             let (grad_a, grad_b) = plan.gradients(l);
@@ -375,7 +384,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
                 continue;
             }
             let id = KernelId::new(P::MEASURE, Driver::Gradient, false, T::PRECISION);
-            let shared_ring = chunk.ring_len(l);
+            let shared_ring = shapes.range(range).ring_len(l);
             let (ring, shared) = if global_rings {
                 (ring, 0)
             } else {
@@ -398,6 +407,37 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
         }
     }
     Ok(())
+}
+
+/// Device memory a gradient computation over device batches of `shapes`
+/// allocates at most with `kernel` ([`gradient_on`], or without its
+/// outputs [`gradient_into`]): every pair's workspace as large as the
+/// largest possible, in one chunk.
+pub(crate) fn gradient_call_bytes<T: Float>(
+    kernel: GradientKernel,
+    shapes: &Shapes,
+    dims: usize,
+    with_y: bool,
+    with_outputs: bool,
+) -> usize {
+    let plan = GradientPlan::new(
+        shapes,
+        dims,
+        with_y,
+        kernel,
+        ring_bytes::<T>(kernel, shapes, dims),
+    );
+    let outputs = if with_outputs {
+        plan.outputs() * size_of::<T>()
+    } else {
+        0
+    };
+    // The workspace's parts are each rounded up to 16 bytes.
+    let workspace = shapes
+        .pairs()
+        .saturating_mul(plan.largest_workspace::<T>(shapes))
+        + 64;
+    outputs.saturating_add(workspace)
 }
 
 /// The kernel of a paired gradient call over `shapes` whose longest series

@@ -110,11 +110,6 @@ pub(crate) struct DeviceBatch<'a, T> {
 }
 
 impl<'a, T> DeviceBatch<'a, T> {
-    /// The `len + 1` sample offsets of its series.
-    pub(crate) fn offsets(&self) -> &'a [u64] {
-        self.offsets
-    }
-
     /// The shapes of the pairs of this batch (`x`) and `y`.
     pub(crate) fn paired_shapes(&self, y: &DeviceBatch<'a, T>, divergence: bool) -> Shapes<'a> {
         Shapes::known(self.offsets, y.offsets, divergence, self.lengths, y.lengths)

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! ptx, device      the embedded PTX, its build and its modules' index; the
-//!                  GPUs the driver reports
+//!                  GPUs the driver reports, a device's memory pool
 //! select, plan     kernel selection and plans that fit a budget (no CUDA)
 //! setup            the one-time work of a process, timed (no CUDA)
 //! layout           the device image of a range of series (no CUDA)

@@ -107,6 +107,23 @@ fn value_border<T: Float, P: KernelParams<T>>(
         .next_multiple_of(size_of::<Tagged>() / size_of::<T>())
 }
 
+/// Device memory a value computation over device batches of `shapes`
+/// allocates with `variant` ([`values_on`]): only the outputs and the warp
+/// kernel's borders (unbounded for the tiled kernel, which plans its own).
+pub(crate) fn value_call_bytes<T: Float, P: KernelParams<T>>(
+    params: &P,
+    variant: Variant,
+    shapes: &Shapes,
+    dims: usize,
+) -> usize {
+    if variant == Variant::Tiled {
+        return usize::MAX;
+    }
+    let launches = launch_lengths(shapes);
+    let border = value_border::<T, P>(params, variant, &launches, dims);
+    shapes.pairs() * value_bytes::<T>(launches.len(), border)
+}
+
 /// Device memory a paired value computation allocates per pair: its
 /// outputs, one a launch, and the warp kernel's border of `border` values
 /// (shared by the launches, which run one after the other).
@@ -249,14 +266,7 @@ pub(crate) fn paired_values_resident<T: Float, P: KernelParams<T>>(
     let (xl, yl) = (x.lengths(), y.lengths());
     let shapes = Shapes::known(x.offsets(), y.offsets(), divergence, xl, yl);
     let variant = choose(variant, &shapes)?;
-    // Only the outputs (and the warp kernel's borders) are allocated.
-    let needed = if variant == Variant::Tiled {
-        usize::MAX
-    } else {
-        let launches = launch_lengths(&shapes);
-        let border = value_border::<T, P>(&params, variant, &launches, x.dims());
-        shapes.pairs() * value_bytes::<T>(launches.len(), border)
-    };
+    let needed = value_call_bytes::<T, P>(&params, variant, &shapes, x.dims());
     let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
     let batches = (&x.batch(), &y.batch());
     let values = values_on(gpu, variant, params, batches, divergence, budget, None);

@@ -7,8 +7,8 @@
 
 mod paths;
 
-use ndarray::{Array2, Array3};
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyReadonlyArray3};
+use ndarray::Array2;
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyReadonlyArray3, ToPyArray};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -347,34 +347,23 @@ fn paired<'py, T: Float + numpy::Element>(
     let result = compute(py, cells, || {
         timewarp::soft_dtw_pairs_gradient(x, y, soft, options, with_respect_to_y)
     })?;
-    let grad_x = gradients(py, result.grad_x_array(), result.grad_x)?;
-    let grad_y = match result.grad_y {
-        Some(grad_y) => {
-            let stacked = stack(&grad_y);
-            Some(gradients(py, stacked, grad_y)?)
-        }
-        None => None,
-    };
+    let grad_x = gradients(py, result.grad_x)?;
+    let grad_y = result.grad_y.map(|g| gradients(py, g)).transpose()?;
     let values = result.values.into_pyarray(py).into_any();
     Ok((values, grad_x, grad_y).into_pyobject(py)?.into_any())
 }
 
-fn stack<T: Float>(arrays: &[Array2<T>]) -> Option<Array3<T>> {
-    let views: Vec<_> = arrays.iter().map(|a| a.view()).collect();
-    ndarray::stack(ndarray::Axis(0), &views).ok()
-}
-
-/// One 3-D array where the lengths are equal, else a list of 2-D arrays.
+/// One 3-D array where the lengths are equal (the gradient's own buffer,
+/// nothing copied), else a list of 2-D arrays.
 fn gradients<'py, T: Float + numpy::Element>(
     py: Python<'py>,
-    stacked: Option<Array3<T>>,
-    each: Vec<Array2<T>>,
+    gradient: timewarp::BatchGradient<T>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    match stacked {
-        Some(array) => Ok(array.into_pyarray(py).into_any()),
-        None => {
+    match gradient.into_array3() {
+        Ok(array) => Ok(array.into_pyarray(py).into_any()),
+        Err(gradient) => {
             let arrays: Vec<Bound<'py, PyArray2<T>>> =
-                each.into_iter().map(|a| a.into_pyarray(py)).collect();
+                gradient.iter().map(|a| a.to_pyarray(py)).collect();
             Ok(PyList::new(py, arrays)?.into_any())
         }
     }

@@ -274,6 +274,52 @@ impl GradientPlan {
         self.launches + (n * (1 + usize::from(self.launches == 3)) + m * y_grads) * dims
     }
 
+    /// At least [`GradientPlan::workspace_of`] any pair of `shapes`: as if
+    /// every launch paired the longest rows with the longest columns (a
+    /// store grows with both lengths).
+    pub(crate) fn largest_workspace<T: Float>(&self, shapes: &Shapes) -> usize {
+        let store = self
+            .kernel
+            .store_values(shapes.longest_rows(), shapes.longest_columns());
+        let one = store * size_of::<T>() + size_of::<u64>() + self.ring_bytes;
+        self.launches * one
+    }
+
+    /// The store offsets of `ranges` of the pairs of `shapes` (a chunk's,
+    /// launch after launch, from its store's start), where each chunk's begin,
+    /// and the store values of the largest chunk. Batches of one length a
+    /// launch (training batches) take a step a pair, not a pass over the
+    /// pairs' lengths.
+    pub(crate) fn store_offsets(
+        &self,
+        shapes: &Shapes,
+        ranges: &[Range<usize>],
+    ) -> (Vec<u64>, Vec<usize>, usize) {
+        let mut offsets = Vec::with_capacity(shapes.launches() * shapes.pairs());
+        let mut starts = Vec::with_capacity(ranges.len());
+        let mut store_len = 0;
+        for range in ranges {
+            starts.push(offsets.len());
+            let mut total = 0u64;
+            for l in 0..shapes.launches() {
+                let ((a_short, a_long), (b_short, b_long)) = shapes.lengths_range(l);
+                if a_short == a_long && b_short == b_long {
+                    let step = self.store_values(a_long, b_long) as u64;
+                    offsets.extend((0..range.len() as u64).map(|k| total + k * step));
+                    total += range.len() as u64 * step;
+                    continue;
+                }
+                for k in range.clone() {
+                    offsets.push(total);
+                    let (n, m) = shapes.lengths(l, k);
+                    total += self.store_values(n, m) as u64;
+                }
+            }
+            store_len = store_len.max(total as usize);
+        }
+        (offsets, starts, store_len)
+    }
+
     /// Workspace bytes of pair `k`: every launch's stored cost matrix, its
     /// offset in the store, and its rings if they are in global memory.
     pub(crate) fn workspace_of<T: Float>(&self, shapes: &Shapes, k: usize) -> usize {
@@ -318,6 +364,54 @@ mod tests {
                     kernel.store_values(n, m),
                     "pair {k}"
                 );
+            }
+        }
+    }
+
+    /// Store offsets, chunk by chunk and launch after launch, are the
+    /// running sums of the kernel's store sizes, whether the batches have
+    /// one length (a step a pair) or several; the largest chunk's sum is
+    /// the store's length, and no pair's workspace exceeds the largest.
+    #[test]
+    fn store_offsets_are_running_sums_of_store_sizes() {
+        let kernel = GradientKernel::Warp {
+            warps: 1,
+            stripe: 4,
+        };
+        let uniform_x: Vec<u64> = (0..=5).map(|k| k * 128).collect();
+        let uniform_y: Vec<u64> = (0..=5).map(|k| k * 96).collect();
+        let mixed_x: Vec<u64> = [0, 128, 256, 300, 301, 429].to_vec();
+        let mixed_y: Vec<u64> = [0, 100, 228, 356, 357, 362].to_vec();
+        for (x, y) in [(&uniform_x, &uniform_y), (&mixed_x, &mixed_y)] {
+            for divergence in [false, true] {
+                let shapes = Shapes::new(x, y, divergence);
+                let plan = GradientPlan::new(&shapes, 1, true, kernel, 16);
+                let ranges = [0..2, 2..5];
+                let (offsets, starts, store_len) = plan.store_offsets(&shapes, &ranges);
+                let mut expected = Vec::new();
+                let mut longest = 0;
+                for range in &ranges {
+                    let mut total = 0;
+                    for l in 0..shapes.launches() {
+                        for k in range.clone() {
+                            expected.push(total);
+                            let (n, m) = shapes.lengths(l, k);
+                            total += kernel.store_values(n, m) as u64;
+                        }
+                    }
+                    longest = longest.max(total as usize);
+                }
+                let here = format!("{x:?} {y:?}, divergence {divergence}");
+                assert_eq!(offsets, expected, "{here}");
+                assert_eq!(starts, [0, 2 * shapes.launches()], "{here}");
+                assert_eq!(store_len, longest, "{here}");
+                let largest = plan.largest_workspace::<f32>(&shapes);
+                for k in 0..shapes.pairs() {
+                    assert!(
+                        plan.workspace_of::<f32>(&shapes, k) <= largest,
+                        "{here}: pair {k}"
+                    );
+                }
             }
         }
     }
