@@ -87,8 +87,9 @@ pub(crate) fn paired_gradient<T: Float, P: KernelParams<T> + Differentiable<T>>(
     // The images and every pair's workspace as the largest: one chunk,
     // without asking the driver for the free memory if the pool holds it.
     let images = image_bytes(x, 0..pairs) + image_bytes(y, 0..pairs) + pairs * 16;
-    let needed =
-        UPLOAD_SLACK + images + gradient_call_bytes::<T>(kernel, &shapes, dims, with_y, true);
+    let needed = (UPLOAD_SLACK + images).saturating_add(gradient_call_bytes::<T>(
+        kernel, &shapes, dims, with_y, true,
+    ));
     let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
     let ranges = if needed <= budget && pairs as u64 <= MAX_BLOCKS {
         std::iter::once(0..pairs).collect()
@@ -436,7 +437,7 @@ pub(crate) fn gradient_call_bytes<T: Float>(
     let workspace = shapes
         .pairs()
         .saturating_mul(plan.largest_workspace::<T>(shapes))
-        + 64;
+        .saturating_add(64);
     outputs.saturating_add(workspace)
 }
 

@@ -281,8 +281,10 @@ impl GradientPlan {
         let store = self
             .kernel
             .store_values(shapes.longest_rows(), shapes.longest_columns());
-        let one = store * size_of::<T>() + size_of::<u64>() + self.ring_bytes;
-        self.launches * one
+        let one = store
+            .saturating_mul(size_of::<T>())
+            .saturating_add(size_of::<u64>() + self.ring_bytes);
+        self.launches.saturating_mul(one)
     }
 
     /// The store offsets of `ranges` of the pairs of `shapes` (a chunk's,
