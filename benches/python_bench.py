@@ -6,6 +6,8 @@ per case:
   --resident` for the same batch;
 - `timewarp.cdist` of a numpy batch 1024 x 1024 x 128 f32 DTW, beside
   `timewarp bench` for that case;
+- `timewarp.soft_dtw_gradient` of numpy batches (f32, 1024 x 128), values
+  and gradients with respect to both, on the GPU;
 - the per-call time of `timewarp.distance` for one tiny pair on the CPU.
 
 Run: python benches/python_bench.py [--skip-gpu]
@@ -120,6 +122,24 @@ def cdist_numpy(device: str, repeats: int) -> list:
     return rows
 
 
+def soft_dtw_gradient_numpy(device: str, repeats: int) -> dict:
+    """Values and both gradients of numpy batches, as a numpy user's
+    training loop asks for them (uploaded, computed and returned each
+    call)."""
+    rng = np.random.default_rng(0)
+    pairs, length = 1024, 128
+    x = rng.normal(size=(pairs, length, 1)).astype(np.float32)
+    y = rng.normal(size=(pairs, length, 1)).astype(np.float32)
+    seconds = median_seconds(
+        lambda: timewarp.soft_dtw_gradient(x, y, gamma=1.0, device=device), repeats
+    )
+    return {
+        "case": f"soft_dtw_gradient numpy f32 {pairs} x {length} on {device}",
+        "seconds": seconds,
+        "gcups": pairs * length * length / seconds / 1e9,
+    }
+
+
 def tiny_pair(repeats: int) -> dict:
     x = np.array([0.0, 1.0, 2.0, 1.0])
     y = np.array([0.0, 2.0, 1.0])
@@ -143,6 +163,7 @@ def main() -> None:
     for pairs, length in ((1024, 128), (256, 512)):
         for row in soft_dtw_cuda(pairs, length, args.repeats):
             print(json.dumps(row))
+    print(json.dumps(soft_dtw_gradient_numpy("gpu", args.repeats)))
     for row in cdist_numpy("gpu", max(5, args.repeats // 2)):
         print(json.dumps(row))
 
