@@ -322,12 +322,12 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     // cell (outside the band as infinity) before the backward pass reads
     // it, and each anti-diagonal of the rings before the next reads it;
     // the offsets are copied in next.
-    let workspace =
-        unsafe { stream.alloc::<T>(offsets_len + store_len + ring_values) }.map_err(gpu_error)?;
+    let workspace_len = (offsets_len + store_len + ring_values).max(1);
+    let workspace = unsafe { stream.alloc::<T>(workspace_len) }.map_err(gpu_error)?;
     let offsets_base = workspace.device_ptr(stream).0;
-    // SAFETY: the workspace begins with room for the offsets; from pageable
-    // memory, the copy has read them when it returns.
     if !store_offsets.is_empty() {
+        // SAFETY: the workspace begins with room for the offsets; from
+        // pageable memory, the copy has read them when it returns.
         unsafe { driver::memcpy_htod_async(offsets_base, &store_offsets[..], stream.cu_stream()) }
             .map_err(gpu_error)?;
     }
