@@ -42,40 +42,47 @@ impl<T: Copy> MeasureParams for SoftDtwParams<T> {
 /// and `soft_min(a, b, c) = -gamma * ln(exp(-a/gamma) + exp(-b/gamma) +
 /// exp(-c/gamma))`, computed after shifting by `m`, so that no
 /// exponential overflows and the smallest one's term is exactly 1: `m -
-/// gamma * ln(1 + exp((m - middle) / gamma) + exp((m - largest) /
-/// gamma))`. Two exponentials and one logarithm of a sum in `[1, 3]`, in
-/// the base [`Real::soft_pow`] computes; for `gamma -> 0` the exponentials
-/// underflow to 0 and the result is `plus(m)` exactly (the DTW limit).
-/// Infinite arguments contribute 0; all three infinite give `plus(inf)`,
-/// infinity. The same bits for the arguments in any order, so that a pair
-/// and its transpose have the same value.
+/// gamma * ln(1 + (exp((m - x) / gamma) + exp((m - y) / gamma)))`, `x` and
+/// `y` the other two arguments. Two exponentials and one logarithm of a
+/// sum in `[1, 3]`, in the base [`Real::soft_pow`] computes; for `gamma ->
+/// 0` the exponentials underflow to 0 and the result is `plus(m)` exactly
+/// (the DTW limit). Infinite arguments contribute 0; all three infinite
+/// give `plus(inf)`, infinity.
 ///
-/// Without a branch or a test for infinity, which would cost a cell two
-/// more instructions (a branch around each cell would also keep the GPU
-/// from interleaving independent cells, `drivers::columns::skewed`): the
-/// differences are taken from `m` capped at the largest finite value, so
-/// that with all three infinite they are `-inf` (terms of 0), not NaN.
+/// The same bits for the arguments in any order, so that a pair and its
+/// transpose have the same value: `m` is the smallest whatever the order,
+/// `{x, y}` is `{max(a, b), max(min(a, b), c)}`, the same two values
+/// whatever the order (`c` above `min(a, b)` replaces it, else `min(a,
+/// b)` is one of them), and their terms are added to each other before 1
+/// (an addition of two numbers is exact to their order).
 ///
-/// `c` comes last in the order of its dependencies: what `a` and `b` give
-/// (their order) is computed apart from it, so that a driver whose `c`
-/// arrives last (the left neighbour, from the cell just computed) waits on
-/// three minimums (the last the cap), a subtraction, a scaling, an
-/// exponential, two additions, a logarithm and a fused multiply-add. `plus` is the cell's cost added
-/// to `m` (one fused multiply-add for univariate DTW costs).
+/// `c` comes last in the order of its dependencies: one minimum or maximum
+/// with what `a` and `b` give, then a subtraction, a scaling, an
+/// exponential, two additions, a logarithm and a fused multiply-add, so
+/// that a driver whose `c` arrives last (the left neighbour, from the cell
+/// just computed) waits on no more. Without a branch or a test for
+/// infinity, which would cost a cell two more instructions (a branch
+/// around each cell would also keep the GPU from interleaving independent
+/// cells, `drivers::columns::skewed`): the differences are taken from `m`
+/// capped at the largest finite value (`min(c, min(a, b, MAX))`), so that
+/// with all three infinite they are `-inf` (terms of 0), not NaN. `plus`
+/// is the cell's cost added to `m` (one fused multiply-add for univariate
+/// DTW costs).
 #[inline(always)]
 pub fn soft_min_plus<T: Real>(gamma: T, a: T, b: T, c: T, plus: impl FnOnce(T) -> T) -> T {
     let (low, high) = (a.min(b), a.max(b));
+    let low_capped = low.min(T::MAX);
     let smallest = low.min(c);
-    let largest = high.max(c);
-    let middle = low.max(high.min(c));
-    let capped = smallest.min(T::MAX);
+    let capped = c.min(low_capped);
+    let other = low.max(c);
     // Loop-invariant: the drivers' loops compute them once.
     let exp_scale = T::ONE / (gamma * T::SOFT_LN_BASE);
     let log_scale = gamma * T::SOFT_LN_BASE;
-    let sum = T::ONE
-        + ((capped - middle) * exp_scale).soft_pow()
-        + ((capped - largest) * exp_scale).soft_pow();
-    sum.soft_log().mul_add_fast(-log_scale, plus(smallest))
+    let terms =
+        ((capped - other) * exp_scale).soft_pow() + ((capped - high) * exp_scale).soft_pow();
+    (T::ONE + terms)
+        .soft_log()
+        .mul_add_fast(-log_scale, plus(smallest))
 }
 
 impl<T: Real> Recurrence<T> for SoftDtwParams<T> {
