@@ -54,7 +54,7 @@ impl<T: Copy> MeasureParams for SoftDtwParams<T> {
 /// `{x, y}` is `{max(a, b), max(min(a, b), c)}`, the same two values
 /// whatever the order (`c` above `min(a, b)` replaces it, else `min(a,
 /// b)` is one of them), and their terms are added to each other before 1
-/// (an addition of two numbers is exact to their order).
+/// (a sum of two numbers does not depend on their order).
 ///
 /// `c` comes last in the order of its dependencies: one minimum or maximum
 /// with what `a` and `b` give, then a subtraction, a scaling, an
