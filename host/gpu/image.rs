@@ -268,6 +268,26 @@ impl<T> DeviceImage<T> {
     }
 }
 
+/// Where each image's values start in an upload of `images` (every
+/// image's offsets first), and the upload's bytes.
+fn upload_places(images: &[Image]) -> (Vec<usize>, usize) {
+    let offsets_bytes: usize = images.iter().map(|image| image.layout.values_at()).sum();
+    let mut values_starts = Vec::with_capacity(images.len());
+    let mut total = offsets_bytes.next_multiple_of(UPLOAD_ALIGN);
+    for image in images {
+        values_starts.push(total);
+        let layout = image.layout;
+        total = (total + layout.bytes() - layout.values_at()).next_multiple_of(UPLOAD_ALIGN);
+    }
+    (values_starts, total)
+}
+
+/// The device memory [`upload_ranges`] of the same sets and range takes.
+pub(crate) fn upload_bytes<T: Float>(sets: &[&SeriesSet<T>], range: &Range<usize>) -> usize {
+    let images: Vec<Image> = sets.iter().map(|set| Image::new(set, range)).collect();
+    upload_places(&images).1.max(1)
+}
+
 /// Whether [`upload_ranges`] waits for its copies that run on after they
 /// are enqueued: those from page-locked memory (a copy from ordinary memory
 /// has read it when it returns).
@@ -299,14 +319,7 @@ pub(crate) fn upload_ranges<'g, T: Float>(
 ) -> Result<Uploaded<'g, T>> {
     debug_assert!(sets.len() < UPLOAD_SLACK / UPLOAD_ALIGN);
     let images: Vec<Image> = sets.iter().map(|set| Image::new(set, &range)).collect();
-    let offsets_bytes: usize = images.iter().map(|image| image.layout.values_at()).sum();
-    let mut values_starts = Vec::with_capacity(images.len());
-    let mut total = offsets_bytes.next_multiple_of(UPLOAD_ALIGN);
-    for image in &images {
-        values_starts.push(total);
-        let layout = image.layout;
-        total = (total + layout.bytes() - layout.values_at()).next_multiple_of(UPLOAD_ALIGN);
-    }
+    let (values_starts, total) = upload_places(&images);
     let stream = &gpu.stream;
     // SAFETY: every byte of the images is copied in below before any
     // kernel reads it.

@@ -19,7 +19,9 @@
 
 use super::context::{poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
-use super::image::{upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK};
+use super::image::{
+    upload_bytes, upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
+};
 use super::layout::image_bytes;
 use super::long_pair::{check_fits, pair_pipelined_on};
 use super::multi::{on_one_gpu, spread_pair_blocks};
@@ -32,7 +34,7 @@ use super::select::{
 use super::staging::{outputs_to_host, MappedOutputs};
 use super::stencil::{shared_bytes, stencil_launch};
 use crate::{Float, Result, SeriesSet, Variant};
-use cudarc::driver::{result as driver, DevicePtr};
+use cudarc::driver::{result as driver, CudaFunction, CudaSlice, DevicePtr};
 use std::mem::size_of;
 use std::ops::Range;
 use std::sync::Mutex;
@@ -223,21 +225,34 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
     let launches = shapes.launches();
     let mut values = vec![T::ZERO; launches * pairs];
     for range in ranges {
+        let left = budget.saturating_sub(upload_bytes(&[x, y], &range));
+        // Everything but the tiled kernel is planned before the upload, so
+        // that the launches follow the copies at once.
+        let plan = match variant {
+            Variant::Tiled => None,
+            _ => {
+                let shapes = shapes.range(&range);
+                Some(ValuePlan::new(
+                    gpu,
+                    variant,
+                    params,
+                    &shapes,
+                    x.dims(),
+                    left,
+                    None,
+                )?)
+            }
+        };
         // Copies from page-locked batches run on while the launches are
-        // enqueued: `values_on` returns once its copy back is done (and so
-        // the launches and the copies before them), `settle` on failure.
+        // enqueued: the values come back once the copy back is done (and
+        // so the launches and the copies before them), `settle` on failure.
         let uploaded = upload_ranges(gpu, &[x, y], range.clone(), AsyncCopies::CallerWaits)?;
         let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
-        let left = budget.saturating_sub(uploaded.bytes());
-        let chunk = values_on(
-            gpu,
-            variant,
-            params,
-            (&x_chunk, &y_chunk),
-            divergence,
-            left,
-            None,
-        );
+        let batches = (&x_chunk, &y_chunk);
+        let chunk = match plan {
+            Some(plan) => plan.run(batches),
+            None => values_on(gpu, variant, params, batches, divergence, left, None),
+        };
         // The chunk's images are freed next: no kernel may still read them.
         gpu.settle(chunk.is_err());
         let chunk = chunk?;
@@ -290,174 +305,315 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
     device_out: Option<u64>,
 ) -> Result<Vec<T>> {
     let shapes = x.paired_shapes(y, divergence);
-    let (pairs, launches) = (shapes.pairs(), shapes.launches());
     if variant == Variant::Tiled {
-        let mut values = Vec::with_capacity(launches * pairs);
-        for l in 0..launches {
-            let (a, b) = operands(l, x, y);
-            for k in 0..pairs {
-                let pair = (a.view(k..k + 1), b.view(k..k + 1));
-                let lengths = shapes.lengths(l, k);
-                values.push(pair_pipelined_on(gpu, params, pair, lengths, budget)?);
-            }
+        return tiled_values_on(gpu, params, (x, y), &shapes, budget, device_out);
+    }
+    let plan = ValuePlan::new(gpu, variant, params, &shapes, x.dims(), budget, device_out)?;
+    plan.run((x, y))
+}
+
+/// [`values_on`] with the tiled kernel: a pair at a time.
+fn tiled_values_on<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    params: P,
+    (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
+    shapes: &Shapes,
+    budget: usize,
+    device_out: Option<u64>,
+) -> Result<Vec<T>> {
+    let (pairs, launches) = (shapes.pairs(), shapes.launches());
+    let mut values = Vec::with_capacity(launches * pairs);
+    for l in 0..launches {
+        let (a, b) = operands(l, x, y);
+        for k in 0..pairs {
+            let pair = (a.view(k..k + 1), b.view(k..k + 1));
+            let lengths = shapes.lengths(l, k);
+            values.push(pair_pipelined_on(gpu, params, pair, lengths, budget)?);
         }
-        if let Some(out) = device_out {
-            // SAFETY: `out` holds `launches * pairs` values; the copy from
-            // pageable memory has read `values` when it returns.
-            unsafe { driver::memcpy_htod_async(out, &values[..], gpu.stream.cu_stream()) }
-                .map_err(gpu_error)?;
-            gpu.stream.synchronize().map_err(gpu_error)?;
-            return Ok(Vec::new());
-        }
+    }
+    let Some(out) = device_out else {
         return Ok(values);
-    }
-    let dims = x.dims();
-    let lengths = launch_lengths(&shapes);
-    let border = value_border::<T, P>(&params, variant, &lengths, dims);
-    let per_pair = value_bytes::<T>(launches, border);
-    let ranges = if pairs * per_pair <= budget && pairs as u64 <= MAX_BLOCKS {
-        std::iter::once(0..pairs).collect()
-    } else {
-        chunks(pairs, budget, 0, |_| per_pair, "its value")?
     };
-    let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
-    let stream = &gpu.stream;
-    // The values go straight to the host when a kept pinned buffer holds
-    // them all (poisoned there); else they are copied back from the device.
-    let mapped = match device_out {
-        None => MappedOutputs::take::<T>((stream, &gpu.pool), launches * pairs)?,
-        Some(_) => None,
-    };
-    // One device buffer for every chunk in turn: the chunk's outputs unless
-    // mapped, launch after launch (poisoned before each chunk), then the
-    // warp kernel's borders (zeroed once: each panel writes the border rows
-    // the next one reads). Without borders nothing needs zeroing: one
-    // memset less a call; with mapped outputs too, no buffer at all.
-    let outputs = if mapped.is_some() {
-        0
-    } else {
-        launches * longest_chunk
-    };
-    // The borders hold tagged values, loaded 16 bytes at a time.
-    let borders_at = outputs.next_multiple_of(size_of::<Tagged>() / size_of::<T>());
-    let len = borders_at + border * longest_chunk;
-    let buffer = match (len, border) {
-        (0, _) => None,
-        // SAFETY: every value is poisoned before the launches, which write
-        // them before the copy back reads them.
-        (_, 0) => Some(unsafe { stream.alloc::<T>(len) }),
-        _ => Some(stream.alloc_zeros::<T>(len)),
-    }
-    .transpose()
-    .map_err(gpu_error)?;
-    let base = buffer.as_ref().map_or(0, |b| b.device_ptr(stream).0);
-    let at = |values: usize| base + (values * size_of::<T>()) as u64;
-    let workspace = if border == 0 {
-        std::ptr::null_mut()
-    } else {
-        at(borders_at) as *mut T
-    };
-    // Filled chunk by chunk from device outputs; mapped ones need none.
-    let mut values = match (&mapped, device_out) {
-        (None, None) => vec![T::ZERO; launches * pairs],
-        _ => Vec::new(),
-    };
-    for range in ranges {
-        let len = range.len();
-        if mapped.is_none() {
-            // SAFETY: the buffer holds at least `launches * len` values.
-            unsafe { poison_bytes(stream, base, launches * len * size_of::<T>()) }?;
+    // SAFETY: `out` holds `launches * pairs` values; the copy from
+    // pageable memory has read `values` when it returns.
+    unsafe { driver::memcpy_htod_async(out, &values[..], gpu.stream.cu_stream()) }
+        .map_err(gpu_error)?;
+    gpu.stream.synchronize().map_err(gpu_error)?;
+    Ok(Vec::new())
+}
+
+/// One launch of a chunk as planned: the kernel, its grid and shared
+/// memory, and what the launch's argument needs besides the batches.
+struct PlannedLaunch {
+    function: CudaFunction,
+    /// Blocks, and threads a block.
+    geometry: (u32, u32),
+    shared: usize,
+    kind: LaunchKind,
+}
+
+enum LaunchKind {
+    /// The warp driver (`panels`: the pipelined one, whose counts in the
+    /// border start at zero).
+    Warp { panels: bool },
+    /// The stencil driver, with rings of `ring` values.
+    Stencil { ring: usize },
+}
+
+/// A value computation ([`values_on`], but for the tiled kernel) planned
+/// from the pairs' lengths alone: the chunks, each launch's kernel, the
+/// outputs and the device buffer, all settled before the batches reach the
+/// device, so that a call that uploads them launches as soon as their
+/// copies are queued ([`paired_values`]).
+pub(crate) struct ValuePlan<'g, T, P> {
+    gpu: &'g Gpu,
+    params: P,
+    pairs: usize,
+    launches: usize,
+    /// The warp kernel's border a pair (0 for none).
+    border: usize,
+    /// The chunks of pairs, each with its launches in order.
+    chunks: Vec<(Range<usize>, Vec<PlannedLaunch>)>,
+    /// A kept pinned buffer that the kernels write the values into.
+    mapped: Option<MappedOutputs<'g>>,
+    /// One device buffer for every chunk in turn: the chunk's outputs
+    /// unless mapped, launch after launch, then the warp kernel's borders
+    /// from `borders_at` (values) on.
+    buffer: Option<CudaSlice<T>>,
+    borders_at: usize,
+    device_out: Option<u64>,
+}
+
+impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
+    /// The plan of the pairs of `shapes` (samples of `dims` values) with
+    /// `variant`, the stencil or the warp kernel: what the launches
+    /// allocate fits `budget`, in chunks.
+    pub(crate) fn new(
+        gpu: &'g Gpu,
+        variant: Variant,
+        params: P,
+        shapes: &Shapes,
+        dims: usize,
+        budget: usize,
+        device_out: Option<u64>,
+    ) -> Result<Self> {
+        debug_assert_ne!(
+            variant,
+            Variant::Tiled,
+            "the tiled kernel plans a pair at a time"
+        );
+        let (pairs, launches) = (shapes.pairs(), shapes.launches());
+        let lengths = launch_lengths(shapes);
+        let border = value_border::<T, P>(&params, variant, &lengths, dims);
+        let per_pair = value_bytes::<T>(launches, border);
+        let ranges = if pairs * per_pair <= budget && pairs as u64 <= MAX_BLOCKS {
+            std::iter::once(0..pairs).collect()
+        } else {
+            chunks(pairs, budget, 0, |_| per_pair, "its value")?
+        };
+        let mut planned = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let len = range.len();
+            let mut chunk = Vec::with_capacity(launches);
+            for (l, &launch_lengths) in lengths.iter().enumerate() {
+                chunk.push(if variant == Variant::Warp {
+                    // The whole batch's lengths: a chunk's lie within them.
+                    let occupancy = (len, gpu.schedulers()?);
+                    let warp = paired_warp::<T, P>(&params, launch_lengths, dims, occupancy);
+                    let pairs_per_block = THREADS_PER_BLOCK / warp.lanes;
+                    PlannedLaunch {
+                        function: gpu.function(warp.id)?,
+                        geometry: (
+                            len.div_ceil(pairs_per_block) as u32,
+                            THREADS_PER_BLOCK as u32,
+                        ),
+                        shared: 0,
+                        kind: LaunchKind::Warp {
+                            panels: matches!(warp.id.driver, Driver::Panels { .. }),
+                        },
+                    }
+                } else {
+                    let ring = shapes.range(&range).ring_len(l);
+                    let shared = shared_bytes::<T>(VALUE_RINGS, ring);
+                    let id = KernelId::new(P::MEASURE, Driver::Stencil, false, T::PRECISION);
+                    let (function, limit) = gpu.function_with_shared(id, shared)?;
+                    PlannedLaunch {
+                        function,
+                        geometry: (len as u32, block_threads(ring, limit)),
+                        shared,
+                        kind: LaunchKind::Stencil { ring },
+                    }
+                });
+            }
+            planned.push((range, chunk));
         }
-        for (l, &launch_lengths) in lengths.iter().enumerate() {
-            let (a, b) = operands(l, x, y);
-            let refs = (a.view(range.clone()), b.view(range.clone()));
-            let out = match &mapped {
-                Some(values) => values.address::<T>(l * pairs + range.start),
-                None => at(l * len),
-            } as *mut T;
-            if variant == Variant::Warp {
-                // The whole batch's lengths: a chunk's lie within them.
-                let occupancy = (len, gpu.schedulers()?);
-                let warp = paired_warp::<T, P>(&params, launch_lengths, dims, occupancy);
-                let function = gpu.function(warp.id)?;
-                if matches!(warp.id.driver, Driver::Panels { .. }) {
-                    // The pipeline's counts start at zero, launch after
-                    // launch and chunk after chunk.
-                    let bytes = border * len * size_of::<T>();
-                    // SAFETY: the workspace holds `border` values a pair.
+        let longest_chunk = planned.iter().map(|(r, _)| r.len()).max().unwrap_or(0);
+        let stream = &gpu.stream;
+        // The values go straight to the host when a kept pinned buffer holds
+        // them all (poisoned there); else they are copied back from the device.
+        let mapped = match device_out {
+            None => MappedOutputs::take::<T>((stream, &gpu.pool), launches * pairs)?,
+            Some(_) => None,
+        };
+        // The borders are zeroed once: each panel writes the border rows
+        // the next one reads. Without borders nothing needs zeroing: one
+        // memset less a call; with mapped outputs too, no buffer at all.
+        let outputs = if mapped.is_some() {
+            0
+        } else {
+            launches * longest_chunk
+        };
+        // The borders hold tagged values, loaded 16 bytes at a time.
+        let borders_at = outputs.next_multiple_of(size_of::<Tagged>() / size_of::<T>());
+        let len = borders_at + border * longest_chunk;
+        let buffer = match (len, border) {
+            (0, _) => None,
+            // SAFETY: every value is poisoned before the launches, which
+            // write them before the copy back reads them.
+            (_, 0) => Some(unsafe { stream.alloc::<T>(len) }),
+            _ => Some(stream.alloc_zeros::<T>(len)),
+        }
+        .transpose()
+        .map_err(gpu_error)?;
+        Ok(ValuePlan {
+            gpu,
+            params,
+            pairs,
+            launches,
+            border,
+            chunks: planned,
+            mapped,
+            buffer,
+            borders_at,
+            device_out,
+        })
+    }
+
+    /// Runs the plan over device batches `x` and `y` of the planned shapes.
+    /// Returns once the values are where they go: the batches may be freed
+    /// then.
+    pub(crate) fn run(self, (x, y): (&DeviceBatch<T>, &DeviceBatch<T>)) -> Result<Vec<T>> {
+        debug_assert_eq!(x.paired_shapes(y, false).pairs(), self.pairs);
+        let (gpu, stream) = (self.gpu, &self.gpu.stream);
+        let (pairs, launches, border) = (self.pairs, self.launches, self.border);
+        let base = self.buffer.as_ref().map_or(0, |b| b.device_ptr(stream).0);
+        let at = |values: usize| base + (values * size_of::<T>()) as u64;
+        let workspace = if border == 0 {
+            std::ptr::null_mut()
+        } else {
+            at(self.borders_at) as *mut T
+        };
+        // Filled chunk by chunk from device outputs; mapped ones need none.
+        let mut values = match (&self.mapped, self.device_out) {
+            (None, None) => vec![T::ZERO; launches * pairs],
+            _ => Vec::new(),
+        };
+        for (range, planned) in &self.chunks {
+            let len = range.len();
+            if self.mapped.is_none() {
+                // SAFETY: the buffer holds at least `launches * len` values.
+                unsafe { poison_bytes(stream, base, launches * len * size_of::<T>()) }?;
+            }
+            for (l, launch) in planned.iter().enumerate() {
+                let (a, b) = operands(l, x, y);
+                let refs = (a.view(range.clone()), b.view(range.clone()));
+                let out = match &self.mapped {
+                    Some(values) => values.address::<T>(l * pairs + range.start),
+                    None => at(l * len),
+                } as *mut T;
+                match launch.kind {
+                    LaunchKind::Warp { panels } => {
+                        if panels {
+                            // The pipeline's counts start at zero, launch
+                            // after launch and chunk after chunk.
+                            let bytes = border * len * size_of::<T>();
+                            // SAFETY: the workspace holds `border` values a
+                            // pair.
+                            unsafe {
+                                driver::memset_d8_async(
+                                    workspace as u64,
+                                    0,
+                                    bytes,
+                                    stream.cu_stream(),
+                                )
+                            }
+                            .map_err(gpu_error)?;
+                        }
+                        let argument = PairsLaunch {
+                            a: refs.0,
+                            b: refs.1,
+                            params: self.params,
+                            out,
+                            workspace,
+                            row_len: border.max(1) as u64,
+                            first_pair: 0,
+                            pair_count: len as u64,
+                            numbering: Numbering::Paired,
+                        };
+                        // SAFETY: as below; the workspace holds `border`
+                        // values per pair, at least the longest series of
+                        // the launch plus one, or none is needed (one
+                        // panel).
+                        unsafe {
+                            gpu.launch_blocks(&launch.function, launch.geometry, 0, argument)
+                        }?;
+                    }
+                    LaunchKind::Stencil { ring } => {
+                        let mut argument =
+                            stencil_launch(refs, self.params, Numbering::Paired, len as u64, ring);
+                        argument.pairs.out = out;
+                        // SAFETY: the batches are on the device and outlive
+                        // the launch (the copy below waits for it); `out`
+                        // holds one value per pair; the kernel was allowed
+                        // `shared` bytes for rings of `ring` values.
+                        unsafe {
+                            gpu.launch_blocks(
+                                &launch.function,
+                                launch.geometry,
+                                launch.shared,
+                                argument,
+                            )
+                        }?;
+                    }
+                }
+            }
+            if let Some(out) = self.device_out {
+                for l in 0..launches {
+                    let to = out + ((l * pairs + range.start) * size_of::<T>()) as u64;
+                    // SAFETY: `out` holds `launches * pairs` values, the
+                    // buffer the chunk's `launches * len`; the copy runs
+                    // after the launches on the same stream, and before the
+                    // next chunk's.
                     unsafe {
-                        driver::memset_d8_async(workspace as u64, 0, bytes, stream.cu_stream())
+                        driver::memcpy_dtod_async(
+                            to,
+                            at(l * len),
+                            len * size_of::<T>(),
+                            stream.cu_stream(),
+                        )
                     }
                     .map_err(gpu_error)?;
                 }
-                let launch = PairsLaunch {
-                    a: refs.0,
-                    b: refs.1,
-                    params,
-                    out,
-                    workspace,
-                    row_len: border.max(1) as u64,
-                    first_pair: 0,
-                    pair_count: len as u64,
-                    numbering: Numbering::Paired,
-                };
-                let pairs_per_block = THREADS_PER_BLOCK / warp.lanes;
-                let blocks = len.div_ceil(pairs_per_block) as u32;
-                // SAFETY: as below; the workspace holds `border` values per
-                // pair, at least the longest series of the launch plus one,
-                // or none is needed (one panel).
-                let geometry = (blocks, THREADS_PER_BLOCK as u32);
-                unsafe { gpu.launch_blocks(&function, geometry, 0, launch) }?;
-            } else {
-                let ring = shapes.range(&range).ring_len(l);
-                let shared = shared_bytes::<T>(VALUE_RINGS, ring);
-                let id = KernelId::new(P::MEASURE, Driver::Stencil, false, T::PRECISION);
-                let (function, limit) = gpu.function_with_shared(id, shared)?;
-                let threads = block_threads(ring, limit);
-                let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, ring);
-                launch.pairs.out = out;
-                // SAFETY: the batches are on the device and outlive the
-                // launch (the copy below waits for it); `out` holds one
-                // value per pair; the kernel was allowed `shared` bytes for
-                // rings of `ring` values.
-                unsafe { gpu.launch_blocks(&function, (len as u32, threads), shared, launch) }?;
+                continue;
+            }
+            let (Some(buffer), None) = (&self.buffer, &self.mapped) else {
+                continue; // mapped: the launches write the values in place
+            };
+            // Returns once the copy (and so the launches) is done.
+            let parts: Vec<(usize, usize)> = (0..launches).map(|l| (l * len, len)).collect();
+            let back = outputs_to_host((stream, &gpu.pool), buffer, &parts)?;
+            for (l, back) in back.iter().enumerate() {
+                values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(back);
             }
         }
-        if let Some(out) = device_out {
-            for l in 0..launches {
-                let to = out + ((l * pairs + range.start) * size_of::<T>()) as u64;
-                // SAFETY: `out` holds `launches * pairs` values, the buffer
-                // the chunk's `launches * len`; the copy runs after the
-                // launches on the same stream, and before the next chunk's.
-                unsafe {
-                    driver::memcpy_dtod_async(
-                        to,
-                        at(l * len),
-                        len * size_of::<T>(),
-                        stream.cu_stream(),
-                    )
-                }
-                .map_err(gpu_error)?;
-            }
-            continue;
+        if self.device_out.is_some() {
+            stream.synchronize().map_err(gpu_error)?;
+            return Ok(Vec::new());
         }
-        let (Some(buffer), None) = (&buffer, &mapped) else {
-            continue; // mapped: the launches write the values in place
-        };
-        // Returns once the copy (and so the launches) is done.
-        let parts: Vec<(usize, usize)> = (0..launches).map(|l| (l * len, len)).collect();
-        let back = outputs_to_host((stream, &gpu.pool), buffer, &parts)?;
-        for (l, back) in back.iter().enumerate() {
-            values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(back);
+        match self.mapped {
+            // Returns once the launches are done.
+            Some(values) => values.read::<T>(),
+            None => Ok(values),
         }
-    }
-    if device_out.is_some() {
-        stream.synchronize().map_err(gpu_error)?;
-        return Ok(Vec::new());
-    }
-    match mapped {
-        // Returns once the launches are done.
-        Some(values) => values.read::<T>(),
-        None => Ok(values),
     }
 }

@@ -109,6 +109,9 @@ impl<'a> Shapes<'a> {
 
     /// Pairs `range` only.
     pub(crate) fn range(&self, range: &Range<usize>) -> Shapes<'a> {
+        if range.len() == self.pairs() {
+            return *self;
+        }
         Shapes::new(
             &self.x[range.start..=range.end],
             &self.y[range.start..=range.end],
