@@ -305,36 +305,47 @@ pub(crate) enum AsyncCopies {
 /// Series `range` of each of `sets`, uploaded for one computation, in one
 /// allocation: every image's offsets (rebased) one after the other, then
 /// each image's values and timestamps, copied on the GPU's stream straight
-/// from the batches' own arrays. The values go first: from page-locked
-/// batches they are on the bus while the offsets are prepared, which then
-/// take one copy for all the images, or none when each image's series are
-/// all of one length (the kernels then compute where each starts). The
-/// caller holds the GPU's lock and runs the kernels that read the images
-/// on the same stream.
+/// from the batches' own arrays, or staged through a kept pinned buffer.
+/// The values go first: from page-locked batches they are on the bus while
+/// the offsets are prepared, which then take one copy for all the images,
+/// or none when each image's series are all of one length (the kernels
+/// then compute where each starts). The caller holds the GPU's lock and
+/// runs the kernels that read the images on the same stream.
 pub(crate) fn upload_ranges<'g, T: Float>(
     gpu: &'g Gpu,
     sets: &[&SeriesSet<T>],
     range: Range<usize>,
     page_locked: AsyncCopies,
 ) -> Result<Uploaded<'g, T>> {
+    upload_ranges_with(gpu, sets, range, page_locked, || Ok(())).map(|(uploaded, ())| uploaded)
+}
+
+/// [`upload_ranges`], running `meanwhile` on this thread while the upload
+/// gets under way: once the copies of page-locked batches are queued, or,
+/// where every image is staged, while the staging threads write the first
+/// piece (before the device allocation, which the first copy needs). The
+/// caller plans its launches there, off the upload's path.
+pub(crate) fn upload_ranges_with<'g, T: Float, R>(
+    gpu: &'g Gpu,
+    sets: &[&SeriesSet<T>],
+    range: Range<usize>,
+    page_locked: AsyncCopies,
+    meanwhile: impl FnOnce() -> Result<R>,
+) -> Result<(Uploaded<'g, T>, R)> {
     debug_assert!(sets.len() < UPLOAD_SLACK / UPLOAD_ALIGN);
     let images: Vec<Image> = sets.iter().map(|set| Image::new(set, &range)).collect();
     let (values_starts, total) = upload_places(&images);
-    let stream = &gpu.stream;
-    // SAFETY: every byte of the images is copied in below before any
-    // kernel reads it.
-    let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
-    let base = allocation.device_ptr(stream).0;
-    let mut offsets_at = base;
-    let placed: Vec<(u64, u64, Layout, Option<u64>)> = images
+    // Where each image's offsets and values go, from the allocation's start.
+    let mut offsets_at = 0;
+    let placed: Vec<(usize, usize, Layout, Option<u64>)> = images
         .iter()
         .zip(&values_starts)
         .map(|(image, &start)| {
             let offsets = offsets_at;
-            offsets_at += image.layout.values_at() as u64;
+            offsets_at += image.layout.values_at();
             // A range of a batch whose series are all of one length.
             let uniform = (image.lengths.0 == image.lengths.1).then_some(image.lengths.0 as u64);
-            (offsets, base + start as u64, image.layout, uniform)
+            (offsets, start, image.layout, uniform)
         })
         .collect();
     // The kernels read offsets only of batches whose series differ in length.
@@ -348,44 +359,68 @@ pub(crate) fn upload_ranges<'g, T: Float>(
     let caller_waits = page_locked == AsyncCopies::CallerWaits;
     let stages_values = caller_waits && keeps(total);
     let direct = |image: &Image| image.page_locked || !stages_values;
+    // Where every image is staged, the allocation waits for the staging
+    // threads to be under way.
+    let allocate_first = images.iter().any(direct);
+    let stream = &gpu.stream;
+    let allocate = || -> Result<(CudaSlice<u8>, u64)> {
+        // SAFETY: every byte of the images is copied in below before any
+        // kernel reads it.
+        let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
+        let base = allocation.device_ptr(stream).0;
+        Ok((allocation, base))
+    };
+    let to_device = |to: u64, bytes: &[u8]| -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the allocation holds these bytes of the upload at `to`; a
+        // copy from pageable memory has read `bytes` when it returns; one
+        // from page-locked memory (a batch's, or the staging buffer) ends
+        // before they may be dropped (`page_locked`).
+        unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }.map_err(gpu_error)
+    };
+    let mut allocated = None;
+    // The allocation's address, once there is one.
+    let base_at = std::cell::Cell::new(0u64);
     let mut staging = None;
-    let copy = |staging: &mut Option<(Pinned, &'g PinnedPool)>| -> Result<()> {
-        let to_device = |to: u64, bytes: &[u8]| -> Result<()> {
-            if bytes.is_empty() {
-                return Ok(());
-            }
-            // SAFETY: the allocation holds these bytes of the upload at
-            // `to`; a copy from pageable memory has read `bytes` when it
-            // returns; one from page-locked memory (a batch's, or the
-            // staging buffer) ends before they may be dropped
-            // (`page_locked`).
-            unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }.map_err(gpu_error)
-        };
-        let after_values = |layout: Layout| (layout.times_at() - layout.values_at()) as u64;
-        for (image, &(_, values, layout, _)) in images.iter().zip(&placed) {
-            if direct(image) {
-                to_device(values, image.values)?;
-                to_device(values + after_values(layout), image.times)?;
+    let mut meanwhile = Some(meanwhile);
+    let mut result = None;
+    let mut copy = || -> Result<()> {
+        if allocate_first {
+            let (allocation, base) = allocate()?;
+            allocated = Some((allocation, base));
+            base_at.set(base);
+            let after_values = |layout: Layout| layout.times_at() - layout.values_at();
+            for (image, &(_, values, layout, _)) in images.iter().zip(&placed) {
+                if direct(image) {
+                    let values = base + values as u64;
+                    to_device(values, image.values)?;
+                    to_device(values + after_values(layout) as u64, image.times)?;
+                }
             }
         }
-        // Every image's offsets, rebased, one after the other; none when
-        // no kernel reads them.
+        // Every image's offsets, rebased, one after the other; none when no
+        // kernel reads them.
         let offsets: Vec<u64> = images
             .iter()
             .filter(|_| needs_offsets)
             .flat_map(|image| image.offsets.iter().map(|&o| o - image.offsets[0]))
             .collect();
         let offsets = as_bytes_u64(&offsets);
-        if !caller_waits {
-            return to_device(base, offsets);
+        if allocate_first {
+            // The copies of page-locked batches run on meanwhile.
+            result = Some((meanwhile.take().expect("run once"))()?);
+            if !caller_waits {
+                return to_device(base_at.get(), offsets);
+            }
         }
         // The offsets, then where each staged image's values go.
         let mut pieces = Vec::with_capacity(images.len() + 1);
         pieces.push(0..offsets.len());
         for (image, &(_, values, layout, _)) in images.iter().zip(&placed) {
             if !direct(image) {
-                let start = (values - base) as usize;
-                pieces.push(start..start + layout.bytes() - layout.values_at());
+                pieces.push(values..values + layout.bytes() - layout.values_at());
             }
         }
         let len = pieces.iter().map(|piece| piece.end).max().unwrap_or(0);
@@ -397,7 +432,7 @@ pub(crate) fn upload_ranges<'g, T: Float>(
         let bytes = unsafe { buffer.bytes_mut(len) };
         bytes[..offsets.len()].copy_from_slice(offsets);
         let at = bytes.as_mut_ptr();
-        *staging = Some((buffer, &gpu.pool));
+        staging = Some((buffer, &gpu.pool));
         let staged: Vec<(usize, &Image)> = images
             .iter()
             .filter(|image| !direct(image))
@@ -405,21 +440,48 @@ pub(crate) fn upload_ranges<'g, T: Float>(
             .map(|(image, piece)| (piece.start, image))
             .collect();
         if pieces.len() == images.len() + 1 {
-            // Everything is staged: copied whole, padding and all.
+            // Everything is staged: copied whole, padding and all, from the
+            // first values on when no offsets go.
+            let start = pieces.iter().find(|piece| !piece.is_empty());
+            let whole = start.map_or(0, |piece| piece.start)..len;
             pieces.clear();
-            pieces.push(0..len);
+            pieces.push(whole);
         }
+        // While the staging threads write the first piece: the allocation
+        // the copies go to.
+        let prepare = || -> Result<()> {
+            if allocated.is_none() {
+                let (allocation, base) = allocate()?;
+                allocated = Some((allocation, base));
+                base_at.set(base);
+            }
+            Ok(())
+        };
+        // While the bus carries the first piece: the call's own work.
+        let after_first = || -> Result<()> {
+            if let Some(meanwhile) = meanwhile.take() {
+                result = Some(meanwhile()?);
+            }
+            Ok(())
+        };
         // SAFETY: the buffer holds `len` bytes, which nothing else touches
         // until it goes back to the pool, after the copies; its memory does
         // not move with it.
         unsafe {
-            stage_and_copy(Staging(at), &staged, &pieces, |piece| {
-                let bytes = std::slice::from_raw_parts(at.add(piece.start), piece.len());
-                to_device(base + piece.start as u64, bytes)
-            })
+            stage_and_copy(
+                Staging(at),
+                &staged,
+                &pieces,
+                prepare,
+                after_first,
+                |piece| {
+                    let bytes = std::slice::from_raw_parts(at.add(piece.start), piece.len());
+                    to_device(base_at.get() + piece.start as u64, bytes)
+                },
+            )
         }
     };
-    let copied = copy(&mut staging);
+    let copied = copy();
     let running = staging.is_some() || images.iter().any(|image| image.page_locked);
     if running && (page_locked == AsyncCopies::Waited || copied.is_err()) {
         // They end here, failed or not, before the caller may drop the
@@ -427,11 +489,28 @@ pub(crate) fn upload_ranges<'g, T: Float>(
         stream.synchronize().map_err(gpu_error)?;
     }
     copied?;
-    Ok(Uploaded {
-        allocation,
-        images: placed,
-        first: range.start,
-        staging,
-        element: PhantomData,
-    })
+    let (allocation, base) = match allocated {
+        Some(allocated) => allocated,
+        None => allocate()?, // nothing was staged, nor copied
+    };
+    let result = match result {
+        Some(result) => result,
+        None => (meanwhile.take().expect("run once"))()?,
+    };
+    let images = placed
+        .into_iter()
+        .map(|(offsets, values, layout, uniform)| {
+            (base + offsets as u64, base + values as u64, layout, uniform)
+        })
+        .collect();
+    Ok((
+        Uploaded {
+            allocation,
+            images,
+            first: range.start,
+            staging,
+            element: PhantomData,
+        },
+        result,
+    ))
 }

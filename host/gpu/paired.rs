@@ -20,7 +20,7 @@
 use super::context::{poison_bytes, Gpu, KernelParams};
 use super::device::gpu_error;
 use super::image::{
-    upload_bytes, upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
+    upload_bytes, upload_ranges_with, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
 };
 use super::layout::image_bytes;
 use super::long_pair::{check_fits, pair_pipelined_on};
@@ -226,27 +226,20 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
     let mut values = vec![T::ZERO; launches * pairs];
     for range in ranges {
         let left = budget.saturating_sub(upload_bytes(&[x, y], &range));
-        // Everything but the tiled kernel is planned before the upload, so
-        // that the launches follow the copies at once.
-        let plan = match variant {
-            Variant::Tiled => None,
+        // Everything but the tiled kernel is planned while the upload gets
+        // under way, so that the launches follow the copies at once.
+        let plan = || match variant {
+            Variant::Tiled => Ok(None),
             _ => {
                 let shapes = shapes.range(&range);
-                Some(ValuePlan::new(
-                    gpu,
-                    variant,
-                    params,
-                    &shapes,
-                    x.dims(),
-                    left,
-                    None,
-                )?)
+                ValuePlan::new(gpu, variant, params, &shapes, x.dims(), left, None).map(Some)
             }
         };
         // Copies from page-locked batches run on while the launches are
         // enqueued: the values come back once the copy back is done (and
         // so the launches and the copies before them), `settle` on failure.
-        let uploaded = upload_ranges(gpu, &[x, y], range.clone(), AsyncCopies::CallerWaits)?;
+        let mode = AsyncCopies::CallerWaits;
+        let (uploaded, plan) = upload_ranges_with(gpu, &[x, y], range.clone(), mode, plan)?;
         let (x_chunk, y_chunk) = (uploaded.batch(0, x), uploaded.batch(1, y));
         let batches = (&x_chunk, &y_chunk);
         let chunk = match plan {
@@ -362,9 +355,9 @@ enum LaunchKind {
 
 /// A value computation ([`values_on`], but for the tiled kernel) planned
 /// from the pairs' lengths alone: the chunks, each launch's kernel, the
-/// outputs and the device buffer, all settled before the batches reach the
-/// device, so that a call that uploads them launches as soon as their
-/// copies are queued ([`paired_values`]).
+/// outputs and the device buffer, all settled without the batches, so that
+/// a call that uploads them plans while the upload gets under way and
+/// launches once its copies are queued ([`paired_values`]).
 pub(crate) struct ValuePlan<'g, T, P> {
     gpu: &'g Gpu,
     params: P,
