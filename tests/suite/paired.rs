@@ -821,6 +821,26 @@ fn resident_long_pairs(options: ComputeOptions) {
     );
 }
 
+/// Host batches large enough that their upload is staged by several
+/// threads and copied in several pieces (over 256 KiB): 1024 pairs of 128
+/// samples (no offsets copied: every series of one length), and 600 pairs
+/// of 1 to 300 samples of 3 values (offsets and values staged apart). The
+/// values against the oracle, and values and gradients against resident
+/// sets (uploaded another way), bit for bit, in f32 and f64.
+fn large_host_batches(options: ComputeOptions) {
+    let uniform: Vec<(usize, usize)> = vec![(128, 128); 1024];
+    let (x, y) = batches(250, &uniform, 1, 1.0);
+    check_values::<f32>(&options, &x, &y, metric(0.1, None), "1024 x 128");
+    check_resident::<f32>(&options, &x, &y, "1024 x 128");
+    check_resident::<f64>(&options, &x, &y, "1024 x 128");
+    let unequal: Vec<(usize, usize)> = (0..600)
+        .map(|k| (1 + (k * 37) % 300, 1 + (k * 53) % 300))
+        .collect();
+    let (x, y) = batches(251, &unequal, 3, 1.0);
+    check_values::<f64>(&options, &x, &y, metric(1.0, None), "600 unequal x 3");
+    check_resident::<f64>(&options, &x, &y, "600 unequal x 3");
+}
+
 macro_rules! cpu_and_gpu {
     ($module:ident, $variant:expr, [$($scenario:ident),* $(,)?]) => {
         mod $module {
@@ -887,6 +907,7 @@ cpu_and_gpu!(
         resident_chunked_equals_whole,
         resident_errors,
         resident_long_pairs,
+        large_host_batches,
     ]
 );
 // Each variant on the value scenarios, and its gradient (stencil, warp).
@@ -920,6 +941,7 @@ cpu_and_gpu!(
         matrices_with_band_and_divergence,
         resident_equals_host,
         resident_chunked_equals_whole,
+        large_host_batches,
     ]
 );
 cpu_and_gpu!(
