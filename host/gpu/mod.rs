@@ -48,8 +48,10 @@ mod ptx;
 mod ptx_index;
 mod select;
 mod setup;
+mod staged_copy;
 mod staging;
 mod stencil;
+mod value_plan;
 
 pub use context::{this_thread_busy_time, Gpu, GpuWork};
 pub use device::{list_gpus, GpuInfo};
