@@ -115,11 +115,12 @@ enum LaunchKind {
     Stencil { ring: usize },
 }
 
-/// A value computation ([`super::paired::values_on`], but for the tiled kernel) planned
-/// from the pairs' lengths alone: the chunks, each launch's kernel, the
-/// outputs and the device buffer, all settled without the batches, so that
-/// a call that uploads them plans while the upload gets under way and
-/// launches once its copies are queued ([`super::paired::paired_values`]).
+/// A value computation ([`super::paired::values_on`], but for the tiled
+/// kernel) planned from the pairs' lengths alone: the chunks, each
+/// launch's kernel, the outputs and the device buffer, all settled without
+/// the batches, so that a call that uploads them plans while the upload
+/// gets under way and launches once its copies are queued
+/// ([`super::paired::paired_values`]).
 pub(crate) struct ValuePlan<'g, T, P> {
     gpu: &'g Gpu,
     params: P,
