@@ -74,8 +74,9 @@ pub(super) fn value_border<T: Float, P: KernelParams<T>>(
 }
 
 /// Device memory a value computation over device batches of `shapes`
-/// allocates with `variant` ([`super::paired::values_on`]): only the outputs and the warp
-/// kernel's borders (unbounded for the tiled kernel, which plans its own).
+/// allocates with `variant` ([`super::paired::values_on`]): only the
+/// outputs and the warp kernel's borders (unbounded for the tiled kernel,
+/// which plans its own).
 pub(crate) fn value_call_bytes<T: Float, P: KernelParams<T>>(
     params: &P,
     variant: Variant,
