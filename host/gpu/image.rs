@@ -364,12 +364,14 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
     // threads to be under way.
     let allocate_first = images.iter().any(direct);
     let stream = &gpu.stream;
-    let allocate = || -> Result<(CudaSlice<u8>, u64)> {
+    // The allocation's address, once there is one.
+    let base_at = std::cell::Cell::new(0u64);
+    let allocate = || -> Result<CudaSlice<u8>> {
         // SAFETY: every byte of the images is copied in below before any
         // kernel reads it.
         let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
-        let base = allocation.device_ptr(stream).0;
-        Ok((allocation, base))
+        base_at.set(allocation.device_ptr(stream).0);
+        Ok(allocation)
     };
     let to_device = |to: u64, bytes: &[u8]| -> Result<()> {
         if bytes.is_empty() {
@@ -382,16 +384,13 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
         unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }.map_err(gpu_error)
     };
     let mut allocated = None;
-    // The allocation's address, once there is one.
-    let base_at = std::cell::Cell::new(0u64);
     let mut staging = None;
     let mut meanwhile = Some(meanwhile);
     let mut result = None;
     let mut copy = || -> Result<()> {
         if allocate_first {
-            let (allocation, base) = allocate()?;
-            allocated = Some((allocation, base));
-            base_at.set(base);
+            allocated = Some(allocate()?);
+            let base = base_at.get();
             let after_values = |layout: Layout| layout.times_at() - layout.values_at();
             for (image, &(_, values, layout, _)) in images.iter().zip(&placed) {
                 if direct(image) {
@@ -452,9 +451,7 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
         // the copies go to.
         let prepare = || -> Result<()> {
             if allocated.is_none() {
-                let (allocation, base) = allocate()?;
-                allocated = Some((allocation, base));
-                base_at.set(base);
+                allocated = Some(allocate()?);
             }
             Ok(())
         };
@@ -490,10 +487,11 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
         stream.synchronize().map_err(gpu_error)?;
     }
     copied?;
-    let (allocation, base) = match allocated {
-        Some(allocated) => allocated,
+    let allocation = match allocated {
+        Some(allocation) => allocation,
         None => allocate()?, // nothing was staged, nor copied
     };
+    let base = base_at.get();
     let result = match result {
         Some(result) => result,
         None => (meanwhile.take().expect("run once"))()?,
