@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use timewarp_kernels::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
 use timewarp_kernels::launch::pairs::{PairsLaunch, StencilLaunch};
+use timewarp_kernels::launch::streamed::StreamedLaunch;
 use timewarp_kernels::{KernelId, MeasureParams, Recurrence};
 
 /// Kernel parameters the GPU runtime launches with: a measure's
@@ -544,6 +545,7 @@ pub(crate) struct KernelArgument<A>(A);
 // identically by the host and the nvptx64 compiler (same definition, same
 // field types, 64-bit pointers on both).
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PairsLaunch<T, P>> {}
+unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<StreamedLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<StencilLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PanelLaunch<T, P>> {}

@@ -271,7 +271,7 @@ impl<T> DeviceImage<T> {
 
 /// Where each image's values start in an upload of `images` (every
 /// image's offsets first), and the upload's bytes.
-fn upload_places(images: &[Image]) -> (Vec<usize>, usize) {
+pub(super) fn upload_places(images: &[Image]) -> (Vec<usize>, usize) {
     let offsets_bytes: usize = images.iter().map(|image| image.layout.values_at()).sum();
     let mut values_starts = Vec::with_capacity(images.len());
     let mut total = offsets_bytes.next_multiple_of(UPLOAD_ALIGN);

@@ -18,6 +18,7 @@
 //! pairs · stencil · long_pair · antidiagonal · paired · gradient
 //!                  the launchers, one file for what each runs (gradient:
 //!                  also Soft-DTW's expected alignment of a pair)
+//! streamed         paired values computed while the host writes the pairs
 //! page_locked      batches in page-locked host memory
 //! foreign          paired Soft-DTW over the caller's device memory
 //! path             last columns of a long pair's sub-pairs (alignment paths)
@@ -51,6 +52,7 @@ mod setup;
 mod staged_copy;
 mod staging;
 mod stencil;
+mod streamed;
 mod value_plan;
 
 pub use context::{this_thread_busy_time, Gpu, GpuWork};
@@ -66,6 +68,9 @@ pub use ptx::{
 };
 pub use select::local_max_len;
 pub use setup::{setup_steps, SetupKind, SetupStep};
+pub use streamed::this_thread_streamed_calls;
+#[doc(hidden)]
+pub use streamed::{inject_streamed_fault, StreamedFault};
 
 pub(crate) use alignment::pair_alignment;
 pub(crate) use context::KernelParams;

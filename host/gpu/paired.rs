@@ -28,6 +28,7 @@ use super::multi::{on_one_gpu, spread_pair_blocks};
 use super::plan::paired::{operands, Shapes};
 use super::plan::{chunks, MAX_BLOCKS};
 use super::select::{paired_variant, pipelined_workspace};
+use super::streamed::streamed_values;
 use super::value_plan::{launch_lengths, value_border, value_bytes, value_call_bytes, ValuePlan};
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
@@ -138,6 +139,13 @@ pub(crate) fn paired_values<T: Float, P: KernelParams<T>>(
         };
         (busy, budget, ranges)
     };
+    // Pairs from ordinary memory in one chunk: computed while they are
+    // written, where the streamed kernel applies.
+    if ranges.len() == 1 && variant == Variant::Warp {
+        if let Some(values) = streamed_values(gpu, params, (x, y), &shapes, budget)? {
+            return Ok(values);
+        }
+    }
     let launches = shapes.launches();
     let mut values = vec![T::ZERO; launches * pairs];
     for range in ranges {

@@ -143,11 +143,41 @@ pub(super) unsafe fn stage_and_copy(
     copies: &[Range<usize>],
     prepare: impl FnOnce() -> Result<()>,
     after_first: impl FnOnce() -> Result<()>,
+    copy: impl FnMut(Range<usize>) -> Result<()>,
+) -> Result<()> {
+    let copies = if staged_bytes(staged) <= ONE_THREAD_STAGING_BYTES {
+        copies.to_vec()
+    } else {
+        copy_schedule(copies)
+    };
+    stage_in_order(buffer, staged, &copies, prepare, after_first, copy)
+}
+
+/// The bytes of values and timestamps of an image.
+fn values_bytes(image: &Image) -> usize {
+    image.layout.bytes() - image.layout.values_at()
+}
+
+/// The bytes of values and timestamps of the images `staged`.
+fn staged_bytes(staged: &[(usize, &Image)]) -> usize {
+    staged.iter().map(|(_, image)| values_bytes(image)).sum()
+}
+
+/// [`stage_and_copy`] with the ranges as given, each one `copy` call: the
+/// caller cuts them (a call that hands each range to a kernel already
+/// running, rather than to a copy, wants many small ones).
+///
+/// # Safety
+/// As [`stage_and_copy`].
+pub(super) unsafe fn stage_in_order(
+    buffer: Staging,
+    staged: &[(usize, &Image)],
+    copies: &[Range<usize>],
+    prepare: impl FnOnce() -> Result<()>,
+    after_first: impl FnOnce() -> Result<()>,
     mut copy: impl FnMut(Range<usize>) -> Result<()>,
 ) -> Result<()> {
-    let values_bytes = |image: &Image| image.layout.bytes() - image.layout.values_at();
-    let staged_bytes: usize = staged.iter().map(|(_, image)| values_bytes(image)).sum();
-    if staged_bytes <= ONE_THREAD_STAGING_BYTES {
+    if staged_bytes(staged) <= ONE_THREAD_STAGING_BYTES {
         prepare()?;
         for &(at, image) in staged {
             let to = buffer.bytes(at..at + values_bytes(image));
@@ -162,7 +192,6 @@ pub(super) unsafe fn stage_and_copy(
         }
         return after_first.map_or(Ok(()), |after_first| after_first());
     }
-    let copies = copy_schedule(copies);
     let pool = staging_threads();
     // Threads still spinning after an earlier staging stop for this one's
     // work.

@@ -24,7 +24,7 @@ use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Driver, KernelId};
 
 /// Threads per block of the paired warp kernels (4 warps).
-const THREADS_PER_BLOCK: usize = 128;
+pub(super) const THREADS_PER_BLOCK: usize = 128;
 
 /// The (shortest, longest) series of each batch, a launch each: what the
 /// warp kernel's choice reads of the pairs, scanned once a call.
@@ -38,7 +38,7 @@ pub(super) fn launch_lengths(shapes: &Shapes) -> Vec<LaunchLengths> {
 
 /// The warp kernel of a launch of `pairs` pairs of series of `lengths`
 /// (samples of `dims` values) on a GPU of `schedulers` warp schedulers.
-fn paired_warp<T: Float, P: KernelParams<T>>(
+pub(super) fn paired_warp<T: Float, P: KernelParams<T>>(
     params: &P,
     lengths: LaunchLengths,
     dims: usize,

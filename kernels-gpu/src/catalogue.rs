@@ -12,7 +12,7 @@
 //! `naive`, `local<capacity>`, `shared`, `warp<stripe>` (a whole warp),
 //! `warp<lanes>x<stripe>` (a sub-warp), `sheared<stripe>` and
 //! `sheared<lanes>x<stripe>` (the same shapes), `skewed<groups>x<chain>`,
-//! `panels<warps>x<stripe>`,
+//! `panels<warps>x<stripe>`, `streamed<stripe>`,
 //! `tiled<stripe>`,
 //! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil`,
 //! `gradient`, `warp_gradient<stripe>`, `panels_gradient<warps>x<stripe>` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
@@ -46,6 +46,9 @@ pub enum Driver {
     /// panel of `32 * stripe` columns and running right behind the panel
     /// to its left: the long-pair pipeline, a pair a block.
     Panels { warps: u32, stripe: u32 },
+    /// A pair per warp as `Warp { lanes: 32, stripe }`, its series read from
+    /// host memory as the host writes them (`launch::streamed`).
+    Streamed { stripe: u32 },
     /// One long pair, pipelined panels in one launch, `stripe` columns a lane.
     Tiled { stripe: u32 },
     /// One long pair in tiles, a launch per anti-diagonal of tiles.
@@ -81,6 +84,7 @@ impl Driver {
                 | Driver::Sheared { .. }
                 | Driver::Skewed { .. }
                 | Driver::Panels { .. }
+                | Driver::Streamed { .. }
                 | Driver::Tiled { .. }
                 | Driver::TiledLaunches { .. }
                 | Driver::WarpGradient { .. }
@@ -101,6 +105,7 @@ impl fmt::Display for Driver {
             Driver::Sheared { lanes, stripe } => write!(f, "sheared{lanes}x{stripe}"),
             Driver::Skewed { groups, chain } => write!(f, "skewed{groups}x{chain}"),
             Driver::Panels { warps, stripe } => write!(f, "panels{warps}x{stripe}"),
+            Driver::Streamed { stripe } => write!(f, "streamed{stripe}"),
             Driver::Tiled { stripe } => write!(f, "tiled{stripe}"),
             Driver::TiledLaunches { stripe } => write!(f, "tiled_launches{stripe}"),
             Driver::Diagonal => f.write_str("diagonal"),
@@ -197,7 +202,7 @@ macro_rules! kernel_table {
                 diagonal, diagonal_step, stencil;
             soft_dtw: naive, local(256), local(1024), shared,
                 warp(32, 1), warp(32, 4), sheared(32, 4),
-                skewed(16, 1), panels(4, 4),
+                skewed(16, 1), panels(4, 4), streamed(4),
                 tiled(4), tiled_launches(4),
                 diagonal, diagonal_step, stencil, gradient,
                 warp_gradient(4), warp_gradient(8), warp_gradient(16),
@@ -259,6 +264,9 @@ macro_rules! driver_of {
             warps: $warps,
             stripe: $stripe,
         }
+    };
+    (streamed $stripe:literal) => {
+        Driver::Streamed { stripe: $stripe }
     };
     (tiled $stripe:literal) => {
         Driver::Tiled { stripe: $stripe }

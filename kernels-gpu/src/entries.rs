@@ -15,6 +15,7 @@ use crate::hw::nvptx::{
 use crate::hw::{Grid, ThreadBlock};
 use crate::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
 use crate::launch::pairs::{PairsLaunch, StencilLaunch};
+use crate::launch::streamed::StreamedLaunch;
 use crate::{DtwParams, SoftDtwParams, TwedParams};
 
 /// A measure's parameter type in precision `$t`.
@@ -123,6 +124,14 @@ macro_rules! kernel {
         entry_and_twin!(concat!(stringify!($m), "_panels", stringify!($warps), "x", stringify!($stripe)), $t, UNIVARIATE,
             launch: PairsLaunch<$t, params!($m $t)>, {
             launch.run_pair_in_panels::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), block_index());
+        });
+    };
+    ($m:ident $t:ident streamed $stripe:literal) => {
+        entry_and_twin!(concat!(stringify!($m), "_streamed", stringify!($stripe)), $t, UNIVARIATE,
+            launch: StreamedLaunch<$t, params!($m $t)>, {
+            let block = GpuBlock;
+            let room = block.shared::<$t>().add(block.thread() / 32 * launch.warp_values as usize);
+            launch.run_pair_in_warp::<GpuWarp, $stripe, UNIVARIATE>(&GpuWarp::whole(), global_warp(), room);
         });
     };
     ($m:ident $t:ident tiled $stripe:literal) => {

@@ -22,6 +22,7 @@
 use crate::common::*;
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
+use timewarp::gpu::{self as runtime};
 use timewarp::{
     oracle, soft_dtw_gradient, soft_dtw_pairs, soft_dtw_pairs_gradient,
     soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, upload, ComputeOptions, Device,
@@ -822,8 +823,10 @@ fn resident_long_pairs(options: ComputeOptions) {
 }
 
 /// Host batches large enough that their upload is staged by several
-/// threads and copied in several pieces (over 256 KiB): 1024 pairs of 128
-/// samples (no offsets copied: every series of one length), and 600 pairs
+/// threads and copied in several pieces (over 256 KiB; the values of the
+/// first, without a divergence, stream instead: `streamed_host_batches`):
+/// 1024 pairs of 128 samples (no offsets copied: every series of one
+/// length), and 600 pairs
 /// of 1 to 300 samples of 3 values (offsets and values staged apart). The
 /// values against the oracle, and values and gradients against resident
 /// sets (uploaded another way), bit for bit, in f32 and f64.
@@ -839,6 +842,79 @@ fn large_host_batches(options: ComputeOptions) {
     let (x, y) = batches(251, &unequal, 3, 1.0);
     check_values::<f64>(&options, &x, &y, metric(1.0, None), "600 unequal x 3");
     check_resident::<f64>(&options, &x, &y, "600 unequal x 3");
+}
+
+/// GPU only: host batches in ordinary memory that the streamed kernel
+/// computes while the host writes them (1 to 2 MiB of series), each call
+/// counted as streamed (`timewarp::gpu::this_thread_streamed_calls`):
+/// 1024 pairs of 128 and 2048 of 64 (1 MiB in f32, 2 MiB in f64), 700 of
+/// 1 to 128 samples of 2 values (offsets, short and long series; in f64
+/// only). In f32 and f64, the values against the oracle and against
+/// resident sets (copied first, the ordinary kernel), bit for bit; and the
+/// pairs that do not stream, likewise: the unequal ones in f32 (too few
+/// bytes), 600 of 129 (two panels), 300 of 40. Then the faults: a host
+/// that stops midway gets its error back and the next call works, and
+/// warps that give up waiting for a stalled host leave the call to the
+/// ordinary way, with the same values.
+fn streamed_host_batches(options: ComputeOptions) {
+    let unequal: Vec<(usize, usize)> = (0..700)
+        .map(|k| (1 + (k * 37) % 128, 1 + (k * 53) % 128))
+        .collect();
+    // Whether the call streams in f32 and in f64.
+    let cases = [
+        ("1024 x 128", vec![(128, 128); 1024], 1, [true, true]),
+        ("2048 x 64", vec![(64, 64); 2048], 1, [true, true]),
+        ("700 unequal x 2", unequal, 2, [false, true]),
+        ("600 x 129", vec![(129, 129); 600], 1, [false, false]),
+        ("300 x 40", vec![(40, 40); 300], 1, [false, false]),
+    ];
+    for (k, (context, shapes, dims, [in_f32, in_f64])) in cases.iter().enumerate() {
+        let (x, y) = batches(260 + k as u64, shapes, *dims, 1.0);
+        let soft = metric(0.5, None);
+        streamed_equals_resident::<f32>(&options, (&x, &y), soft, *in_f32, context);
+        streamed_equals_resident::<f64>(&options, (&x, &y), soft, *in_f64, context);
+        check_values::<f32>(&options, &x, &y, soft, context);
+        check_values::<f64>(&options, &x, &y, soft, context);
+    }
+    let (x, y) = batches(270, &[(128, 128); 1024], 1, 1.0);
+    let (x, y) = (x.cast::<f32>().unwrap(), y.cast::<f32>().unwrap());
+    let soft = metric(1.0, None);
+    runtime::inject_streamed_fault(runtime::StreamedFault::FailAfterFirstChunk);
+    let error = soft_dtw_pairs(&x, &y, soft, &options).unwrap_err();
+    assert!(error.to_string().contains("injected fault"), "{error}");
+    let (rx, ry) = uploaded(&options, &x, &y);
+    let expected = soft_dtw_pairs_resident(&rx, &ry, soft, &options).unwrap();
+    let before = runtime::this_thread_streamed_calls();
+    assert_eq!(soft_dtw_pairs(&x, &y, soft, &options).unwrap(), expected);
+    assert_eq!(runtime::this_thread_streamed_calls(), before + 1);
+    runtime::inject_streamed_fault(runtime::StreamedFault::StallBeforeLastChunk);
+    assert_eq!(soft_dtw_pairs(&x, &y, soft, &options).unwrap(), expected);
+    assert_eq!(
+        runtime::this_thread_streamed_calls(),
+        before + 1,
+        "the kernel gave up, the call did not stream"
+    );
+}
+
+/// The values of host batches `x` and `y` in precision `T`, streamed (or,
+/// unless `streams`, not), equal the values of resident sets of them, bit
+/// for bit.
+fn streamed_equals_resident<T: Float>(
+    options: &ComputeOptions,
+    (x, y): (&SeriesSet<f64>, &SeriesSet<f64>),
+    soft: SoftDtw,
+    streams: bool,
+    context: &str,
+) {
+    let (x, y) = (x.cast::<T>().unwrap(), y.cast::<T>().unwrap());
+    let before = runtime::this_thread_streamed_calls();
+    let got = soft_dtw_pairs(&x, &y, soft, options).unwrap();
+    let here = format!("{context} {}", T::NAME);
+    let streamed = runtime::this_thread_streamed_calls() - before;
+    assert_eq!(streamed, u64::from(streams), "{here}: streamed calls");
+    let (rx, ry) = uploaded(options, &x, &y);
+    let expected = soft_dtw_pairs_resident(&rx, &ry, soft, options).unwrap();
+    assert_eq!(got, expected, "{here}: values");
 }
 
 macro_rules! cpu_and_gpu {
@@ -908,6 +984,7 @@ cpu_and_gpu!(
         resident_errors,
         resident_long_pairs,
         large_host_batches,
+        streamed_host_batches,
     ]
 );
 // Each variant on the value scenarios, and its gradient (stencil, warp).
@@ -942,6 +1019,7 @@ cpu_and_gpu!(
         resident_equals_host,
         resident_chunked_equals_whole,
         large_host_batches,
+        streamed_host_batches,
     ]
 );
 cpu_and_gpu!(

@@ -81,6 +81,55 @@ pub trait Warp {
         AtomicU64::from_ptr(words).store(value[0], Ordering::Relaxed);
         AtomicU64::from_ptr(words.add(1)).store(value[1], Ordering::Relaxed);
     }
+    /// `*count`, which the host raises while the launch runs, read with
+    /// acquire ordering at the system's scope: what the host wrote before
+    /// it raised the count is visible to this lane after.
+    ///
+    /// # Safety
+    /// `count` is valid and 4-byte aligned, in memory the host maps.
+    unsafe fn load_host_count(&self, count: *const u32) -> u32 {
+        AtomicU32::from_ptr(count as *mut u32).load(Ordering::Acquire)
+    }
+    /// `*count` read with acquire ordering among the launch's warps.
+    ///
+    /// # Safety
+    /// `count` is valid and 4-byte aligned.
+    unsafe fn load_count(&self, count: *const u32) -> u32 {
+        AtomicU32::from_ptr(count as *mut u32).load(Ordering::Acquire)
+    }
+    /// `*count = value` with release ordering among the launch's warps.
+    ///
+    /// # Safety
+    /// `count` is valid and 4-byte aligned.
+    unsafe fn store_count(&self, count: *mut u32, value: u32) {
+        AtomicU32::from_ptr(count).store(value, Ordering::Release)
+    }
+    /// `*flag = value`, for the host to read (the system's scope), with no
+    /// ordering.
+    ///
+    /// # Safety
+    /// `flag` is valid and 4-byte aligned, in memory the host maps.
+    unsafe fn store_host_flag(&self, flag: *mut u32, value: u32) {
+        AtomicU32::from_ptr(flag).store(value, Ordering::Relaxed)
+    }
+    /// A word the host wrote while the launch runs, fetched from memory,
+    /// never from a copy cached before the host wrote it.
+    ///
+    /// # Safety
+    /// `word` is valid and 4-byte aligned; the host wrote it before it
+    /// raised a count this lane has read ([`Warp::load_host_count`]), or
+    /// another lane has and the warp synchronized since ([`Warp::sync`]).
+    unsafe fn load_fresh(&self, word: *const u32) -> u32 {
+        core::ptr::read_volatile(word)
+    }
+    /// Nanoseconds of a clock that runs on by itself; 0 where there is
+    /// none (the host tests, which then never give up waiting).
+    fn clock_ns(&self) -> u64 {
+        0
+    }
+    /// Suspends the warp for about half a microsecond, between two looks at
+    /// what the host has written.
+    fn pause(&self) {}
 }
 
 /// A value handed from one warp to another while both run, with the

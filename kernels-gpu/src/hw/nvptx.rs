@@ -207,6 +207,87 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
         // SAFETY: suspending the calling warp has no precondition.
         unsafe { nanosleep(32) }
     }
+
+    /// `ld.acquire.sys.global.u32` (sm_70 up): requires `count` to be a
+    /// 4-byte aligned global address (mapped host memory is global); the
+    /// acquire at the system's scope pairs with the host's release store.
+    #[inline(always)]
+    unsafe fn load_host_count(&self, count: *const u32) -> u32 {
+        let value: u32;
+        core::arch::asm!(
+            "ld.acquire.sys.global.u32 {value}, [{count}];",
+            value = out(reg32) value,
+            count = in(reg64) count,
+        );
+        value
+    }
+
+    /// `ld.acquire.gpu.global.u32`: requires a 4-byte aligned global
+    /// address.
+    #[inline(always)]
+    unsafe fn load_count(&self, count: *const u32) -> u32 {
+        let value: u32;
+        core::arch::asm!(
+            "ld.acquire.gpu.global.u32 {value}, [{count}];",
+            value = out(reg32) value,
+            count = in(reg64) count,
+        );
+        value
+    }
+
+    /// `st.release.gpu.global.u32`: requires a 4-byte aligned global
+    /// address.
+    #[inline(always)]
+    unsafe fn store_count(&self, count: *mut u32, value: u32) {
+        core::arch::asm!(
+            "st.release.gpu.global.u32 [{count}], {value};",
+            count = in(reg64) count,
+            value = in(reg32) value,
+        );
+    }
+
+    /// `st.relaxed.sys.global.u32`: requires a 4-byte aligned global
+    /// address.
+    #[inline(always)]
+    unsafe fn store_host_flag(&self, flag: *mut u32, value: u32) {
+        core::arch::asm!(
+            "st.relaxed.sys.global.u32 [{flag}], {value};",
+            flag = in(reg64) flag,
+            value = in(reg32) value,
+        );
+    }
+
+    /// `ld.global.cv.u32`: requires a 4-byte aligned global address; `.cv`
+    /// takes no cached copy of a line of system memory (one cached before
+    /// the host wrote it would be stale) and fetches it again.
+    #[inline(always)]
+    unsafe fn load_fresh(&self, word: *const u32) -> u32 {
+        let value: u32;
+        core::arch::asm!(
+            "ld.global.cv.u32 {value}, [{word}];",
+            value = out(reg32) value,
+            word = in(reg64) word,
+        );
+        value
+    }
+
+    /// `mov.u64 %globaltimer` (sm_30 up): a nanosecond clock; no
+    /// precondition.
+    #[inline(always)]
+    fn clock_ns(&self) -> u64 {
+        let now: u64;
+        // SAFETY: reading a special register has no precondition.
+        unsafe {
+            core::arch::asm!("mov.u64 {now}, %globaltimer;", now = out(reg64) now);
+        }
+        now
+    }
+
+    #[inline(always)]
+    fn pause(&self) {
+        // SAFETY: suspending the calling warp has no precondition.
+        unsafe { nanosleep(500) }
+    }
 }
 
 /// The hardware thread block: `bar.sync 0` and the launch's dynamic shared

@@ -5,6 +5,7 @@
 
 pub mod long_pair;
 pub mod pairs;
+pub mod streamed;
 
 use crate::Real;
 

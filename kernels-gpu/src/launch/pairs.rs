@@ -177,7 +177,7 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
     /// # Safety
     /// `index < pair_count`; the workspace as documented.
     #[inline(always)]
-    unsafe fn border_of(&self, index: u64) -> *mut T {
+    pub(crate) unsafe fn border_of(&self, index: u64) -> *mut T {
         if self.workspace.is_null() {
             self.workspace
         } else {

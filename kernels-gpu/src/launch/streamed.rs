@@ -1,0 +1,230 @@
+//! Paired warp launches that start before their series are all written
+//! ([`StreamedLaunch`]): the pairs live in mapped host memory, which the
+//! host fills while the kernel runs, raising a count of the pairs written
+//! so far. Each warp waits for its pair, copies its series into the
+//! block's shared memory, and runs the column driver there, so that the
+//! first pairs compute while the host still writes the last ones, and no
+//! copy to device memory comes between.
+//!
+//! One warp more than pairs, the launch's last, reads the host's count (a
+//! load across the bus each time) and hands it on to the others in device
+//! memory, where their waiting costs the bus nothing (a thousand warps
+//! reading host memory over and over slow the bus down to a crawl,
+//! `docs/benchmarks.md`). A warp that waits past the
+//! launch's patience, or finds the host gave up ([`ABANDONED`]), stops
+//! without a value and says so in host memory, so that a host that fails
+//! midway, or a kernel that runs before the host can write (a launch that
+//! blocks), never hangs: the host then computes the pairs another way.
+
+use super::pairs::PairsLaunch;
+use crate::drivers::columns::pair::warp_pair;
+use crate::hw::{broadcast_u32, Warp};
+use crate::{Real, Recurrence, Series};
+use core::mem::size_of;
+
+/// The count the host writes when it stops before every pair is written.
+pub const ABANDONED: u32 = u32::MAX;
+
+/// A paired warp launch over series in mapped host memory still being
+/// written: `pairs` as for the `warp` kernels ([`PairsLaunch`], `a` and `b`
+/// addressing host memory, numbering [`crate::launch::Numbering::Paired`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StreamedLaunch<T, P> {
+    pub pairs: PairsLaunch<T, P>,
+    /// Host memory: how many pairs, from the first, the host has written
+    /// (it only grows), or [`ABANDONED`].
+    pub written: *const u32,
+    /// Device memory, zero at the launch: `written` as the first warp last
+    /// read it, for the other warps.
+    pub relayed: *mut u32,
+    /// Host memory, zero at the launch: 1 once a warp gave up waiting.
+    pub gave_up: *mut u32,
+    /// Shared memory each warp of a block takes, in values of `T`: the
+    /// values (and timestamps) of the launch's largest pair.
+    pub warp_values: u64,
+    /// How long a warp waits for its pair, in nanoseconds.
+    pub patience_ns: u64,
+}
+
+impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
+    /// Pair `index` by one warp with the column driver, `S` columns a lane,
+    /// once the host has written it; the warp's series in `room`
+    /// (`warp_values` values of shared memory of its own). `UNIVARIATE` as
+    /// for [`PairsLaunch::run_pair_in_warp`]. The warp after the last pair
+    /// hands the host's count on ([`Self::relay`]); warps past it return at
+    /// once.
+    ///
+    /// # Safety
+    /// All lanes of the warp call it together; the launch has a warp more
+    /// than pairs, every one resident at once (a cooperative launch), so
+    /// that the relay runs while the others wait; pointers valid as
+    /// documented, the offsets of `a` and `b` (if any) written before the
+    /// launch.
+    #[inline(always)]
+    pub unsafe fn run_pair_in_warp<W: Warp, const S: usize, const UNIVARIATE: bool>(
+        &self,
+        warp: &W,
+        index: u64,
+        room: *mut T,
+    ) {
+        let launch = &self.pairs;
+        if index == launch.pair_count {
+            self.relay(warp);
+            return;
+        }
+        if index > launch.pair_count || !self.wait_for(warp, index) {
+            return;
+        }
+        let (i, j) = launch.pair(index);
+        let a = launch.a.series_of::<UNIVARIATE>(i);
+        let b = launch.b.series_of::<UNIVARIATE>(j);
+        let (a_values, b_values) = (a.len * a.dims, b.len * b.dims);
+        let a_local = copy_series(warp, &a, room, room.add(a_values + b_values));
+        let b_local = copy_series(
+            warp,
+            &b,
+            room.add(a_values),
+            room.add(a_values + b_values + a.len),
+        );
+        // The lanes read each other's copies.
+        warp.sync();
+        let border = launch.border_of(index);
+        let value = warp_pair::<T, P, W, S>(warp, &launch.params, &a_local, &b_local, border);
+        if warp.lane() == 0 {
+            launch.write(i, j, value);
+        }
+    }
+
+    /// Reads the host's count (across the bus) and hands it on to the other
+    /// warps in device memory, until every pair is written, the host gives
+    /// up, or the launch's patience runs out (then says so).
+    ///
+    /// # Safety
+    /// As [`Self::run_pair_in_warp`].
+    #[inline(always)]
+    unsafe fn relay<W: Warp>(&self, warp: &W) {
+        if warp.lane() != 0 {
+            return;
+        }
+        let started = warp.clock_ns();
+        let mut handed_on = 0;
+        loop {
+            let count = warp.load_host_count(self.written);
+            if count != handed_on {
+                warp.store_count(self.relayed, count);
+                handed_on = count;
+            }
+            if count == ABANDONED || count as u64 >= self.pairs.pair_count {
+                return;
+            }
+            if self.out_of_patience(warp, started) {
+                warp.store_count(self.relayed, ABANDONED);
+                return;
+            }
+            warp.pause();
+        }
+    }
+
+    /// Waits until the relay says the host has written pair `index`: true
+    /// then, false if the host gave up or the launch's patience ran out
+    /// (the warp has then said so).
+    ///
+    /// # Safety
+    /// As [`Self::run_pair_in_warp`].
+    #[inline(always)]
+    unsafe fn wait_for<W: Warp>(&self, warp: &W, index: u64) -> bool {
+        let started = warp.clock_ns();
+        loop {
+            let count = broadcast_u32(warp, warp.load_count(self.relayed), 0);
+            if count == ABANDONED {
+                return false;
+            }
+            if count as u64 > index {
+                // What lane 0's acquire made visible, to every lane.
+                warp.sync();
+                return true;
+            }
+            if self.out_of_patience(warp, started) {
+                return false;
+            }
+            warp.pause();
+        }
+    }
+
+    /// Whether a warp that began waiting at `started` has waited too long;
+    /// if so, it tells the host (lane 0).
+    ///
+    /// # Safety
+    /// As [`Self::run_pair_in_warp`].
+    #[inline(always)]
+    unsafe fn out_of_patience<W: Warp>(&self, warp: &W, started: u64) -> bool {
+        let out = warp.clock_ns().wrapping_sub(started) > self.patience_ns;
+        if out && warp.lane() == 0 {
+            warp.store_host_flag(self.gave_up, 1);
+        }
+        out
+    }
+}
+
+/// `series` copied by the warp's lanes into `values` (and its timestamps,
+/// if any, into `times`), read afresh from the host's memory; the copy as
+/// a series. The lanes must synchronize before they read each other's
+/// words.
+///
+/// # Safety
+/// All lanes call it together; `values` and `times` hold the series' values
+/// and timestamps, in memory no other warp touches.
+#[inline(always)]
+unsafe fn copy_series<T: Real, W: Warp>(
+    warp: &W,
+    series: &Series<T>,
+    values: *mut T,
+    times: *mut T,
+) -> Series<T> {
+    copy_words(warp, series.values, values, series.len * series.dims);
+    let times = if series.times.is_null() {
+        series.times
+    } else {
+        copy_words(warp, series.times, times, series.len);
+        times
+    };
+    Series {
+        values,
+        times,
+        ..*series
+    }
+}
+
+/// Words each lane loads before it stores any: the loads of a batch cross
+/// the bus together, so that a pair of 128 samples in `f32` (256 words)
+/// costs one round trip, not one a word.
+const LOAD_BATCH: usize = 8;
+
+/// `count` values from `from` to `to`, 32 bits a lane at a time, each word
+/// loaded afresh ([`Warp::load_fresh`]), [`LOAD_BATCH`] words a lane in
+/// flight at once.
+///
+/// # Safety
+/// As [`copy_series`]; both 4-byte aligned (values of `T` are).
+#[inline(always)]
+unsafe fn copy_words<T, W: Warp>(warp: &W, from: *const T, to: *mut T, count: usize) {
+    let words = count * size_of::<T>() / size_of::<u32>();
+    let (from, to) = (from as *const u32, to as *mut u32);
+    let mut first = warp.lane();
+    while first < words {
+        let word = |b: usize| first + b * W::LANES;
+        let mut loaded = [0u32; LOAD_BATCH];
+        for (b, value) in loaded.iter_mut().enumerate() {
+            if word(b) < words {
+                *value = warp.load_fresh(from.add(word(b)));
+            }
+        }
+        for (b, &value) in loaded.iter().enumerate() {
+            if word(b) < words {
+                *to.add(word(b)) = value;
+            }
+        }
+        first += LOAD_BATCH * W::LANES;
+    }
+}
