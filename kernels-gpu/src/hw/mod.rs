@@ -117,8 +117,11 @@ pub trait Warp {
     ///
     /// # Safety
     /// `word` is valid and 4-byte aligned; the host wrote it before it
-    /// raised a count this lane has read ([`Warp::load_host_count`]), or
-    /// another lane has and the warp synchronized since ([`Warp::sync`]).
+    /// raised a count that this lane's acquire has seen: its own
+    /// ([`Warp::load_host_count`]), or one that another warp read so and
+    /// handed on ([`Warp::store_count`], then this lane's
+    /// [`Warp::load_count`]); or another lane of the warp has, and the
+    /// warp synchronized since ([`Warp::sync`]).
     unsafe fn load_fresh(&self, word: *const u32) -> u32 {
         core::ptr::read_volatile(word)
     }

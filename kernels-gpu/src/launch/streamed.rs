@@ -10,11 +10,12 @@
 //! load across the bus each time) and hands it on to the others in device
 //! memory, where their waiting costs the bus nothing (a thousand warps
 //! reading host memory over and over slow the bus down to a crawl,
-//! `docs/benchmarks.md`). A warp that waits past the
-//! launch's patience, or finds the host gave up ([`ABANDONED`]), stops
-//! without a value and says so in host memory, so that a host that fails
-//! midway, or a kernel that runs before the host can write (a launch that
-//! blocks), never hangs: the host then computes the pairs another way.
+//! `docs/benchmarks.md`, twenty-third session). A warp that waits past
+//! the launch's patience, or finds the host gave up ([`ABANDONED`]),
+//! stops without a value (and in the first case says so in host memory),
+//! so that a host that fails midway, or a kernel that runs before the host
+//! can write (a launch that blocks), never hangs: the host then returns
+//! its error, or computes the pairs another way.
 
 use super::pairs::PairsLaunch;
 use crate::drivers::columns::pair::warp_pair;
@@ -35,8 +36,8 @@ pub struct StreamedLaunch<T, P> {
     /// Host memory: how many pairs, from the first, the host has written
     /// (it only grows), or [`ABANDONED`].
     pub written: *const u32,
-    /// Device memory, zero at the launch: `written` as the first warp last
-    /// read it, for the other warps.
+    /// Device memory, zero at the launch: `written` as the relay (the warp
+    /// after the last pair) last read it, for the other warps.
     pub relayed: *mut u32,
     /// Host memory, zero at the launch: 1 once a warp gave up waiting.
     pub gave_up: *mut u32,
