@@ -331,6 +331,22 @@ fn chunk_ranges(
     dims: usize,
     pairs: usize,
 ) -> (Vec<Range<usize>>, Vec<Option<usize>>) {
+    let uniform = images
+        .iter()
+        .all(|image| image.lengths.0 == image.lengths.1);
+    chunks_of(images, values_at, dims, pairs, uniform)
+}
+
+/// [`chunk_ranges`]; with `uniform` (every series of each image of one
+/// length), a chunk's pairs are counted at once rather than one by one
+/// (the calling thread does this before the launch).
+fn chunks_of(
+    images: &[Image; 2],
+    values_at: &[usize],
+    dims: usize,
+    pairs: usize,
+    uniform: bool,
+) -> (Vec<Range<usize>>, Vec<Option<usize>>) {
     let sample = |image: &Image, k: usize| (image.offsets[k] - image.offsets[0]) as usize;
     let sample_bytes =
         |image: &Image| image.layout.element * (dims + usize::from(image.layout.times));
@@ -344,6 +360,9 @@ fn chunk_ranges(
     let mut first = 0;
     while first < pairs {
         let mut end = first + 1;
+        if uniform {
+            end = (first + CHUNK_BYTES.div_ceil(bytes(first, end))).min(pairs);
+        }
         while end < pairs && bytes(first, end) < CHUNK_BYTES {
             end += 1;
         }
@@ -386,6 +405,8 @@ mod tests {
             let images = [Image::new(&x, &(0..pairs)), Image::new(&y, &(0..pairs))];
             let (values_at, _) = upload_places(&images);
             let (ranges, counts) = chunk_ranges(&images, &values_at, dims, pairs);
+            let one_by_one = chunks_of(&images, &values_at, dims, pairs, false);
+            assert_eq!((&ranges, &counts), (&one_by_one.0, &one_by_one.1));
             assert_eq!(ranges.len(), counts.len());
             // Every byte of each image's values and timestamps, once.
             let mut covered: Vec<Range<usize>> = ranges.clone();

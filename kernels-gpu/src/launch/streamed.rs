@@ -81,12 +81,17 @@ impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
         let a = launch.a.series_of::<UNIVARIATE>(i);
         let b = launch.b.series_of::<UNIVARIATE>(j);
         let (a_values, b_values) = (a.len * a.dims, b.len * b.dims);
-        let a_local = copy_series(warp, &a, room, room.add(a_values + b_values));
-        let b_local = copy_series(
+        let times = room.add(a_values + b_values);
+        let a_local = local(&a, room, times);
+        let b_local = local(&b, room.add(a_values), times.add(a.len));
+        copy_parts(
             warp,
-            &b,
-            room.add(a_values),
-            room.add(a_values + b_values + a.len),
+            [
+                part(a.values, a_local.values, a_values),
+                part(b.values, b_local.values, b_values),
+                part(a.times, a_local.times, a.len),
+                part(b.times, b_local.times, b.len),
+            ],
         );
         // The lanes read each other's copies.
         warp.sync();
@@ -168,62 +173,73 @@ impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
     }
 }
 
-/// `series` copied by the warp's lanes into `values` (and its timestamps,
-/// if any, into `times`), read afresh from the host's memory; the copy as
-/// a series. The lanes must synchronize before they read each other's
-/// words.
-///
-/// # Safety
-/// All lanes call it together; `values` and `times` hold the series' values
-/// and timestamps, in memory no other warp touches.
+/// `series` as copied to `values` (and its timestamps, if any, to
+/// `times`).
 #[inline(always)]
-unsafe fn copy_series<T: Real, W: Warp>(
-    warp: &W,
-    series: &Series<T>,
-    values: *mut T,
-    times: *mut T,
-) -> Series<T> {
-    copy_words(warp, series.values, values, series.len * series.dims);
-    let times = if series.times.is_null() {
-        series.times
-    } else {
-        copy_words(warp, series.times, times, series.len);
-        times
-    };
+fn local<T>(series: &Series<T>, values: *mut T, times: *mut T) -> Series<T> {
     Series {
         values,
-        times,
+        times: if series.times.is_null() {
+            series.times
+        } else {
+            times
+        },
         ..*series
     }
 }
 
+/// A part of what [`copy_parts`] copies: `count` values from `from` to `to`,
+/// as 32-bit words; nothing where `from` is null (a series without
+/// timestamps).
+#[inline(always)]
+fn part<T>(from: *const T, to: *const T, count: usize) -> (*const u32, *mut u32, usize) {
+    let words = if from.is_null() {
+        0
+    } else {
+        count * size_of::<T>() / size_of::<u32>()
+    };
+    (from as *const u32, to as *mut u32, words)
+}
+
 /// Words each lane loads before it stores any: the loads of a batch cross
 /// the bus together, so that a pair of 128 samples in `f32` (256 words)
-/// costs one round trip, not one a word.
+/// costs one round trip, not one a word or a series.
 const LOAD_BATCH: usize = 8;
 
-/// `count` values from `from` to `to`, 32 bits a lane at a time, each word
-/// loaded afresh ([`Warp::load_fresh`]), [`LOAD_BATCH`] words a lane in
-/// flight at once.
+/// The `parts` copied by the warp's lanes as one run of words, 32 bits a
+/// lane at a time, each word loaded afresh ([`Warp::load_fresh`]),
+/// [`LOAD_BATCH`] words a lane in flight at once (across the parts). The
+/// lanes must synchronize before they read each other's words.
 ///
 /// # Safety
-/// As [`copy_series`]; both 4-byte aligned (values of `T` are).
+/// All lanes call it together; each part's `from` holds its words, written
+/// as [`Warp::load_fresh`] requires, and its `to` room for them in memory
+/// no other warp touches; both 4-byte aligned.
 #[inline(always)]
-unsafe fn copy_words<T, W: Warp>(warp: &W, from: *const T, to: *mut T, count: usize) {
-    let words = count * size_of::<T>() / size_of::<u32>();
-    let (from, to) = (from as *const u32, to as *mut u32);
+unsafe fn copy_parts<W: Warp, const N: usize>(warp: &W, parts: [(*const u32, *mut u32, usize); N]) {
+    let words: usize = parts.iter().map(|part| part.2).sum();
+    // The part of word `w` of the run, and the word's place in it.
+    let locate = |mut w: usize| {
+        for &(from, to, count) in &parts {
+            if w < count {
+                return (from.add(w), to.add(w));
+            }
+            w -= count;
+        }
+        (parts[N - 1].0, parts[N - 1].1)
+    };
     let mut first = warp.lane();
     while first < words {
         let word = |b: usize| first + b * W::LANES;
         let mut loaded = [0u32; LOAD_BATCH];
         for (b, value) in loaded.iter_mut().enumerate() {
             if word(b) < words {
-                *value = warp.load_fresh(from.add(word(b)));
+                *value = warp.load_fresh(locate(word(b)).0);
             }
         }
         for (b, &value) in loaded.iter().enumerate() {
             if word(b) < words {
-                *to.add(word(b)) = value;
+                *locate(word(b)).1 = value;
             }
         }
         first += LOAD_BATCH * W::LANES;
