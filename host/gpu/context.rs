@@ -8,6 +8,7 @@ use super::device::{driver_error, gpu_error, list_gpus, GpuInfo, MemoryPool};
 use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::setup::{timed, SetupKind};
 use super::staging::PinnedPool;
+use super::streamed::StreamedState;
 use crate::{Error, Float, GpuSet, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{
@@ -63,6 +64,8 @@ pub struct Gpu {
     /// computations free ([`MemoryPool::keep_freed`]); none without
     /// stream-ordered allocation.
     memory_pool: Option<MemoryPool>,
+    /// What the streamed calls keep from one to the next.
+    pub(crate) streamed: StreamedState,
 }
 
 /// A computation's hold on the GPU ([`Gpu::begin`]); adds its time to
@@ -250,6 +253,7 @@ impl Gpu {
             work_nanos: AtomicU64::new(0),
             memory_pool,
             pool: PinnedPool::default(),
+            streamed: StreamedState::default(),
         })
     }
 

@@ -14,6 +14,12 @@
 //! stalled for seconds), they stop and say so, and the call computes the
 //! pairs the ordinary way ([`super::paired`]). Either way no pair's value
 //! comes from series not yet written.
+//!
+//! A call allocates nothing on the device: the kernel's device words are
+//! kept per GPU ([`StreamedState`]), each launch numbered. Nor does it wait
+//! for the kernel's end: the kernel says in host memory when every pair's
+//! value is written, and the call reads them then, while the kernel's
+//! warps finish (they touch none of the call's memory after).
 
 use super::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
 use super::device::gpu_error;
@@ -24,13 +30,14 @@ use super::staged_copy::{stage_in_order, Staging};
 use super::staging::{keeps, MappedOutputs, Pinned};
 use super::value_plan::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
 use crate::{Error, Float, Result, SeriesSet};
-use cudarc::driver::{DevicePtr, LaunchConfig};
+use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::mem::size_of;
 use std::ops::{Range, RangeInclusive};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::streamed::{StreamedLaunch, ABANDONED};
 use timewarp_kernels::launch::Numbering;
@@ -49,6 +56,68 @@ const CHUNK_BYTES: usize = 64 << 10;
 const STREAMED_BYTES: RangeInclusive<usize> = (1 << 20)..=(2 << 20);
 /// How long the kernel's warps wait for their pair before they give up.
 const PATIENCE: Duration = Duration::from_secs(2);
+/// How often the host, waiting for the kernel to say it is finished, asks
+/// the driver whether the stream's work has ended or failed instead.
+const STREAM_LOOK: Duration = Duration::from_micros(20);
+/// How long the host waits for the kernel spinning; then it yields its core
+/// between looks.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// What the streamed calls on one GPU keep from one to the next (a field
+/// of [`Gpu`]), so that a call neither allocates nor asks the driver
+/// anything before its launch.
+#[derive(Default)]
+pub(crate) struct StreamedState {
+    /// The kernel's `relayed` and `through` words (two `u64`s), allocated
+    /// and zeroed by the first call.
+    words: OnceLock<CudaSlice<u64>>,
+    /// Launches so far: the next one's number.
+    launches: AtomicU32,
+    /// The blocks a multiprocessor holds at once, by kernel and shared
+    /// bytes.
+    blocks_per_sm: Mutex<HashMap<(KernelId, usize), usize>>,
+}
+
+impl StreamedState {
+    /// The device addresses of the kernel's `relayed` and `through` words.
+    fn words(&self, stream: &Arc<CudaStream>) -> Result<(u64, u64)> {
+        if self.words.get().is_none() {
+            let words = stream.alloc_zeros::<u64>(2).map_err(gpu_error)?;
+            // The caller holds the GPU: no other call sets it meanwhile.
+            let _ = self.words.set(words);
+        }
+        let words = self.words.get().expect("set above");
+        let at = words.device_ptr(stream).0;
+        Ok((at, at + size_of::<u64>() as u64))
+    }
+
+    /// The number of the next launch: each differs from the one before.
+    fn next_launch(&self) -> u32 {
+        self.launches.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Blocks of `threads` threads and `shared` bytes of kernel `id`
+    /// (`function`) that a multiprocessor holds at once.
+    fn blocks_per_sm(
+        &self,
+        (id, function): (KernelId, &CudaFunction),
+        threads: usize,
+        shared: usize,
+    ) -> Result<usize> {
+        let mut known = self
+            .blocks_per_sm
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(&blocks) = known.get(&(id, shared)) {
+            return Ok(blocks);
+        }
+        let blocks = function
+            .occupancy_max_active_blocks_per_multiprocessor(threads as u32, shared, None)
+            .map_err(gpu_error)? as usize;
+        known.insert((id, shared), blocks);
+        Ok(blocks)
+    }
+}
 
 thread_local! {
     /// Paired computations called from this thread that streamed.
@@ -156,9 +225,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
     let function = gpu.function(id)?;
     // A warp a pair and one more, the relay of the host's count.
     let blocks = (pairs + 1).div_ceil(warps_per_block);
-    let per_sm = function
-        .occupancy_max_active_blocks_per_multiprocessor(THREADS_PER_BLOCK as u32, shared, None)
-        .map_err(gpu_error)? as usize;
+    let per_sm = (gpu.streamed).blocks_per_sm((id, &function), THREADS_PER_BLOCK, shared)?;
     if blocks > per_sm * gpu.schedulers()? / 4 {
         return Ok(None);
     }
@@ -173,14 +240,17 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         return Ok(None);
     };
     let mut staging = gpu.pool.take(&gpu.context, total, true)?;
-    let mut control = gpu.pool.take(&gpu.context, 2 * size_of::<u32>(), false)?;
+    let (relayed, through) = gpu.streamed.words(stream)?;
+    let mut control = gpu.pool.take(&gpu.context, 3 * size_of::<u32>(), false)?;
     // SAFETY: buffers taken from the pool have no copy or kernel in flight.
-    let words = unsafe { control.bytes_mut(2 * size_of::<u32>()) };
+    let words = unsafe { control.bytes_mut(3 * size_of::<u32>()) };
     words.fill(0);
     let words = words.as_mut_ptr().cast::<u32>();
-    // SAFETY: the control buffer holds the two words, 4-byte aligned (a
-    // pinned buffer starts on a page), and outlives the kernel (below).
-    let (written, gave_up) = unsafe { (AtomicU32::from_ptr(words), words.add(1)) };
+    // SAFETY: the control buffer holds the three words, 4-byte aligned (a
+    // pinned buffer starts on a page), and outlives the kernel's use of
+    // them (below).
+    let (written, gave_up, finished) =
+        unsafe { (AtomicU32::from_ptr(words), words.add(1), words.add(2)) };
     let at = unsafe { staging.bytes_mut(total) }.as_mut_ptr();
 
     let computed = (|| -> Result<Option<Vec<T>>> {
@@ -224,7 +294,6 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         }
         // The offsets leave the write-combining buffers before the launch.
         std::sync::atomic::fence(Ordering::SeqCst);
-        let relayed = stream.alloc_zeros::<u32>(1).map_err(gpu_error)?;
         let workspace = match border {
             0 => None,
             _ => Some(stream.alloc_zeros::<T>(border * pairs).map_err(gpu_error)?),
@@ -242,8 +311,11 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
                 numbering: Numbering::Paired,
             },
             written: written.as_ptr(),
-            relayed: relayed.device_ptr(stream).0 as *mut u32,
+            relayed: relayed as *mut u64,
+            through: through as *mut u64,
+            launch_number: gpu.streamed.next_launch(),
             gave_up,
+            finished,
             warp_values: warp_values as u64,
             patience_ns: patience.as_nanos() as u64,
         };
@@ -285,17 +357,57 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         // staging writes it while the kernel reads what it has published.
         unsafe { stage_in_order(Staging(at), &staged, &ranges, launch, || Ok(()), publish) }?;
         std::mem::forget(abandon);
-        let values = outputs.read::<T>()?;
-        // SAFETY: the kernel has ended (the read synchronized the stream).
-        let gave_up = unsafe { gave_up.read_volatile() } != 0;
-        if !gave_up {
-            STREAMED_CALLS.with(|calls| calls.set(calls.get() + 1));
+        // SAFETY: the control buffer holds the word, as above.
+        let finished = unsafe { AtomicU32::from_ptr(finished) };
+        // A warp that gave up said so before it was through: visible now.
+        let gave_up = || unsafe { AtomicU32::from_ptr(gave_up) }.load(Ordering::Acquire) != 0;
+        if !wait_until_finished(stream, finished)? || gave_up() {
+            // Some pairs have no value: the ordinary way, once the kernel
+            // has ended.
+            stream.synchronize().map_err(gpu_error)?;
+            return Ok(None);
         }
-        Ok((!gave_up).then_some(values))
+        // SAFETY: every pair's warp wrote its value before the last of them
+        // raised `finished` (read with acquire above); none writes to the
+        // outputs after.
+        let values = unsafe { outputs.read_finished::<T>() };
+        STREAMED_CALLS.with(|calls| calls.set(calls.get() + 1));
+        Ok(Some(values))
     })();
     let finished = computed.is_ok() || stream.synchronize().is_ok();
     give_back(gpu, [staging, control], finished);
     computed
+}
+
+/// Waits until the kernel on `stream` raises `finished`: true then; false
+/// if the stream's work ended without it (a warp that gave up counted
+/// itself through before the relay began counting, a case the host then
+/// treats as giving up); an error if the stream failed.
+fn wait_until_finished(stream: &CudaStream, finished: &AtomicU32) -> Result<bool> {
+    let started = Instant::now();
+    let mut looked = started;
+    loop {
+        if finished.load(Ordering::Acquire) != 0 {
+            return Ok(true);
+        }
+        let now = Instant::now();
+        if now - looked >= STREAM_LOOK {
+            // SAFETY: the stream is alive (the GPU holds it).
+            match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
+                sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                status => {
+                    status.result().map_err(gpu_error)?;
+                    return Ok(finished.load(Ordering::Acquire) != 0);
+                }
+            }
+            looked = now;
+        }
+        if now - started < SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// Gives the buffers back to the pool once nothing reads them, or leaks

@@ -93,24 +93,35 @@ pub trait Warp {
     /// `*count` read with acquire ordering among the launch's warps.
     ///
     /// # Safety
-    /// `count` is valid and 4-byte aligned.
-    unsafe fn load_count(&self, count: *const u32) -> u32 {
-        AtomicU32::from_ptr(count as *mut u32).load(Ordering::Acquire)
+    /// `count` is valid and 8-byte aligned.
+    unsafe fn load_count(&self, count: *const u64) -> u64 {
+        AtomicU64::from_ptr(count as *mut u64).load(Ordering::Acquire)
     }
     /// `*count = value` with release ordering among the launch's warps.
     ///
     /// # Safety
-    /// `count` is valid and 4-byte aligned.
-    unsafe fn store_count(&self, count: *mut u32, value: u32) {
-        AtomicU32::from_ptr(count).store(value, Ordering::Release)
+    /// `count` is valid and 8-byte aligned.
+    unsafe fn store_count(&self, count: *mut u64, value: u64) {
+        AtomicU64::from_ptr(count).store(value, Ordering::Release)
     }
-    /// `*flag = value`, for the host to read (the system's scope), with no
-    /// ordering.
+    /// Adds 1 to `*counter` atomically, with acquire and release ordering
+    /// at the system's scope (the host's too), and returns the count
+    /// before: what this lane wrote before, host memory included, is
+    /// visible to whoever sees the count it made, and so on down the line.
+    ///
+    /// # Safety
+    /// `counter` is valid and 8-byte aligned, in device memory.
+    unsafe fn count_up(&self, counter: *mut u64) -> u64 {
+        AtomicU64::from_ptr(counter).fetch_add(1, Ordering::AcqRel)
+    }
+    /// `*flag = value`, for the host to read, with release ordering at the
+    /// system's scope: what this lane wrote before, or saw another lane
+    /// release at that scope, is visible to the host once it sees `value`.
     ///
     /// # Safety
     /// `flag` is valid and 4-byte aligned, in memory the host maps.
     unsafe fn store_host_flag(&self, flag: *mut u32, value: u32) {
-        AtomicU32::from_ptr(flag).store(value, Ordering::Relaxed)
+        AtomicU32::from_ptr(flag).store(value, Ordering::Release)
     }
     /// A word the host wrote while the launch runs, fetched from memory,
     /// never from a copy cached before the host wrote it.

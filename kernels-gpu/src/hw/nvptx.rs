@@ -222,36 +222,50 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
         value
     }
 
-    /// `ld.acquire.gpu.global.u32`: requires a 4-byte aligned global
+    /// `ld.acquire.gpu.global.u64`: requires an 8-byte aligned global
     /// address.
     #[inline(always)]
-    unsafe fn load_count(&self, count: *const u32) -> u32 {
-        let value: u32;
+    unsafe fn load_count(&self, count: *const u64) -> u64 {
+        let value: u64;
         core::arch::asm!(
-            "ld.acquire.gpu.global.u32 {value}, [{count}];",
-            value = out(reg32) value,
+            "ld.acquire.gpu.global.u64 {value}, [{count}];",
+            value = out(reg64) value,
             count = in(reg64) count,
         );
         value
     }
 
-    /// `st.release.gpu.global.u32`: requires a 4-byte aligned global
+    /// `st.release.gpu.global.u64`: requires an 8-byte aligned global
     /// address.
     #[inline(always)]
-    unsafe fn store_count(&self, count: *mut u32, value: u32) {
+    unsafe fn store_count(&self, count: *mut u64, value: u64) {
         core::arch::asm!(
-            "st.release.gpu.global.u32 [{count}], {value};",
+            "st.release.gpu.global.u64 [{count}], {value};",
             count = in(reg64) count,
-            value = in(reg32) value,
+            value = in(reg64) value,
         );
     }
 
-    /// `st.relaxed.sys.global.u32`: requires a 4-byte aligned global
-    /// address.
+    /// `atom.acq_rel.sys.global.add.u64` (sm_70 up): requires an 8-byte
+    /// aligned global address in device memory (atomics on mapped host
+    /// memory need the host's support, which PCIe hosts lack).
+    #[inline(always)]
+    unsafe fn count_up(&self, counter: *mut u64) -> u64 {
+        let before: u64;
+        core::arch::asm!(
+            "atom.acq_rel.sys.global.add.u64 {before}, [{counter}], 1;",
+            before = out(reg64) before,
+            counter = in(reg64) counter,
+        );
+        before
+    }
+
+    /// `st.release.sys.global.u32` (sm_70 up): requires a 4-byte aligned
+    /// global address.
     #[inline(always)]
     unsafe fn store_host_flag(&self, flag: *mut u32, value: u32) {
         core::arch::asm!(
-            "st.relaxed.sys.global.u32 [{flag}], {value};",
+            "st.release.sys.global.u32 [{flag}], {value};",
             flag = in(reg64) flag,
             value = in(reg32) value,
         );

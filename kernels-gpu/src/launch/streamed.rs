@@ -10,7 +10,13 @@
 //! load across the bus each time) and hands it on to the others in device
 //! memory, where their waiting costs the bus nothing (a thousand warps
 //! reading host memory over and over slow the bus down to a crawl,
-//! `docs/benchmarks.md`, twenty-third session). A warp that waits past
+//! `docs/benchmarks.md`, twenty-third session). The device words it uses
+//! are kept from launch to launch, so that none is allocated or zeroed for
+//! a call: the count it hands on carries the launch's number, and it zeroes
+//! the count of warps through before it hands any count on. The warp that
+//! makes every pair's warp through says so in host memory (`finished`),
+//! so that the host can read the values without waiting for the kernel's
+//! end to reach it. A warp that waits past
 //! the launch's patience, or finds the host gave up ([`ABANDONED`]),
 //! stops without a value (and in the first case says so in host memory),
 //! so that a host that fails midway, or a kernel that runs before the host
@@ -36,11 +42,22 @@ pub struct StreamedLaunch<T, P> {
     /// Host memory: how many pairs, from the first, the host has written
     /// (it only grows), or [`ABANDONED`].
     pub written: *const u32,
-    /// Device memory, zero at the launch: `written` as the relay (the warp
-    /// after the last pair) last read it, for the other warps.
-    pub relayed: *mut u32,
+    /// Device memory, kept between launches: `written` as the relay (the
+    /// warp after the last pair) last read it, for the other warps, in the
+    /// low 32 bits, and in the high 32 the launch that wrote it
+    /// (`launch_number`): what an earlier launch left counts as nothing.
+    pub relayed: *mut u64,
+    /// Device memory, kept between launches: the warps of pairs that are
+    /// through (value written, or given up), which the relay zeroes first.
+    pub through: *mut u64,
+    /// The number of this launch among those that use `relayed`: not the
+    /// number of the launch before.
+    pub launch_number: u32,
     /// Host memory, zero at the launch: 1 once a warp gave up waiting.
     pub gave_up: *mut u32,
+    /// Host memory, zero at the launch: 1 once every pair's warp is
+    /// through; every value written before is visible to the host then.
+    pub finished: *mut u32,
     /// Shared memory each warp of a block takes, in values of `T`: the
     /// values (and timestamps) of the launch's largest pair.
     pub warp_values: u64,
@@ -61,7 +78,7 @@ impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
     /// than pairs, every one resident at once (a cooperative launch), so
     /// that the relay runs while the others wait; pointers valid as
     /// documented, the offsets of `a` and `b` (if any) written before the
-    /// launch.
+    /// launch; no other launch uses `relayed` and `through` meanwhile.
     #[inline(always)]
     pub unsafe fn run_pair_in_warp<W: Warp, const S: usize, const UNIVARIATE: bool>(
         &self,
@@ -74,9 +91,28 @@ impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
             self.relay(warp);
             return;
         }
-        if index > launch.pair_count || !self.wait_for(warp, index) {
+        if index > launch.pair_count {
             return;
         }
+        if self.wait_for(warp, index) {
+            self.compute::<W, S, UNIVARIATE>(warp, index, room);
+        }
+        self.go_through(warp);
+    }
+
+    /// Pair `index`, written: copied into `room`, computed, and its value
+    /// written.
+    ///
+    /// # Safety
+    /// As [`Self::run_pair_in_warp`]; the host has written the pair.
+    #[inline(always)]
+    unsafe fn compute<W: Warp, const S: usize, const UNIVARIATE: bool>(
+        &self,
+        warp: &W,
+        index: u64,
+        room: *mut T,
+    ) {
+        let launch = &self.pairs;
         let (i, j) = launch.pair(index);
         let a = launch.a.series_of::<UNIVARIATE>(i);
         let b = launch.b.series_of::<UNIVARIATE>(j);
@@ -102,6 +138,34 @@ impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
         }
     }
 
+    /// Counts this pair's warp through (lane 0, which wrote its value or
+    /// said it gave up); the last one tells the host that every pair's is.
+    ///
+    /// # Safety
+    /// As [`Self::run_pair_in_warp`].
+    #[inline(always)]
+    unsafe fn go_through<W: Warp>(&self, warp: &W) {
+        if warp.lane() == 0 && warp.count_up(self.through) + 1 == self.pairs.pair_count {
+            warp.store_host_flag(self.finished, 1);
+        }
+    }
+
+    /// `count` with this launch's number, as the relay hands it on.
+    #[inline(always)]
+    fn numbered(&self, count: u32) -> u64 {
+        (self.launch_number as u64) << 32 | count as u64
+    }
+
+    /// The count in `relayed`: 0 if an earlier launch wrote it.
+    #[inline(always)]
+    fn count_of(&self, relayed: u64) -> u32 {
+        if (relayed >> 32) as u32 == self.launch_number {
+            relayed as u32
+        } else {
+            0
+        }
+    }
+
     /// Reads the host's count (across the bus) and hands it on to the other
     /// warps in device memory, until every pair is written, the host gives
     /// up, or the launch's patience runs out (then says so).
@@ -113,19 +177,23 @@ impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
         if warp.lane() != 0 {
             return;
         }
+        // Before any count: a warp counts itself through once it has seen
+        // one of this launch (or waited its whole patience, long after
+        // this).
+        warp.store_count(self.through, 0);
         let started = warp.clock_ns();
         let mut handed_on = 0;
         loop {
             let count = warp.load_host_count(self.written);
             if count != handed_on {
-                warp.store_count(self.relayed, count);
+                warp.store_count(self.relayed, self.numbered(count));
                 handed_on = count;
             }
             if count == ABANDONED || count as u64 >= self.pairs.pair_count {
                 return;
             }
             if self.out_of_patience(warp, started) {
-                warp.store_count(self.relayed, ABANDONED);
+                warp.store_count(self.relayed, self.numbered(ABANDONED));
                 return;
             }
             warp.pause();
@@ -142,7 +210,7 @@ impl<T: Real, P: Recurrence<T>> StreamedLaunch<T, P> {
     unsafe fn wait_for<W: Warp>(&self, warp: &W, index: u64) -> bool {
         let started = warp.clock_ns();
         loop {
-            let count = broadcast_u32(warp, warp.load_count(self.relayed), 0);
+            let count = broadcast_u32(warp, self.count_of(warp.load_count(self.relayed)), 0);
             if count == ABANDONED {
                 return false;
             }
