@@ -8,7 +8,7 @@ use super::device::{driver_error, gpu_error, list_gpus, GpuInfo, MemoryPool};
 use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::setup::{timed, SetupKind};
 use super::staging::PinnedPool;
-use super::streamed::StreamedState;
+use super::streamed_state::StreamedState;
 use crate::{Error, Float, GpuSet, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{

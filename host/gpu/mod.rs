@@ -53,6 +53,7 @@ mod staged_copy;
 mod staging;
 mod stencil;
 mod streamed;
+mod streamed_state;
 mod value_plan;
 
 pub use context::{this_thread_busy_time, Gpu, GpuWork};

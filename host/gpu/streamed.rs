@@ -16,7 +16,8 @@
 //! comes from series not yet written.
 //!
 //! A call allocates nothing on the device: the kernel's device words are
-//! kept per GPU ([`StreamedState`]), each launch numbered. Nor does it wait
+//! kept per GPU ([`super::streamed_state::StreamedState`]), each launch
+//! numbered. Nor does it wait
 //! for the kernel's end: the kernel says in host memory when every pair's
 //! value is written, and the call reads them then, while the kernel's
 //! warps finish (they touch none of the call's memory after).
@@ -30,13 +31,12 @@ use super::staged_copy::{stage_in_order, Staging};
 use super::staging::{keeps, MappedOutputs, Pinned};
 use super::value_plan::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
 use crate::{Error, Float, Result, SeriesSet};
-use cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig};
+use cudarc::driver::{sys, CudaStream, DevicePtr, LaunchConfig};
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::mem::size_of;
 use std::ops::{Range, RangeInclusive};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::streamed::{StreamedLaunch, ABANDONED};
@@ -62,62 +62,6 @@ const STREAM_LOOK: Duration = Duration::from_micros(20);
 /// How long the host waits for the kernel spinning; then it yields its core
 /// between looks.
 const SPIN: Duration = Duration::from_micros(200);
-
-/// What the streamed calls on one GPU keep from one to the next (a field
-/// of [`Gpu`]), so that a call neither allocates nor asks the driver
-/// anything before its launch.
-#[derive(Default)]
-pub(crate) struct StreamedState {
-    /// The kernel's `relayed` and `through` words (two `u64`s), allocated
-    /// and zeroed by the first call.
-    words: OnceLock<CudaSlice<u64>>,
-    /// Launches so far: the next one's number.
-    launches: AtomicU32,
-    /// The blocks a multiprocessor holds at once, by kernel and shared
-    /// bytes.
-    blocks_per_sm: Mutex<HashMap<(KernelId, usize), usize>>,
-}
-
-impl StreamedState {
-    /// The device addresses of the kernel's `relayed` and `through` words.
-    fn words(&self, stream: &Arc<CudaStream>) -> Result<(u64, u64)> {
-        if self.words.get().is_none() {
-            let words = stream.alloc_zeros::<u64>(2).map_err(gpu_error)?;
-            // The caller holds the GPU: no other call sets it meanwhile.
-            let _ = self.words.set(words);
-        }
-        let words = self.words.get().expect("set above");
-        let at = words.device_ptr(stream).0;
-        Ok((at, at + size_of::<u64>() as u64))
-    }
-
-    /// The number of the next launch: each differs from the one before.
-    fn next_launch(&self) -> u32 {
-        self.launches.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Blocks of `threads` threads and `shared` bytes of kernel `id`
-    /// (`function`) that a multiprocessor holds at once.
-    fn blocks_per_sm(
-        &self,
-        (id, function): (KernelId, &CudaFunction),
-        threads: usize,
-        shared: usize,
-    ) -> Result<usize> {
-        let mut known = self
-            .blocks_per_sm
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(&blocks) = known.get(&(id, shared)) {
-            return Ok(blocks);
-        }
-        let blocks = function
-            .occupancy_max_active_blocks_per_multiprocessor(threads as u32, shared, None)
-            .map_err(gpu_error)? as usize;
-        known.insert((id, shared), blocks);
-        Ok(blocks)
-    }
-}
 
 thread_local! {
     /// Paired computations called from this thread that streamed.
@@ -225,7 +169,9 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
     let function = gpu.function(id)?;
     // A warp a pair and one more, the relay of the host's count.
     let blocks = (pairs + 1).div_ceil(warps_per_block);
-    let per_sm = (gpu.streamed).blocks_per_sm((id, &function), THREADS_PER_BLOCK, shared)?;
+    let per_sm = gpu
+        .streamed
+        .blocks_per_sm((id, &function), THREADS_PER_BLOCK, shared)?;
     if blocks > per_sm * gpu.schedulers()? / 4 {
         return Ok(None);
     }

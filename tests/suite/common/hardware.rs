@@ -62,6 +62,11 @@ impl<const N: usize> Warp for EmulatedLane<'_, N> {
         // More threads than cores: let the warp being waited for run.
         std::thread::yield_now();
     }
+
+    fn pause(&self) {
+        // As `spin`: let the host's writer and the relay run.
+        std::thread::yield_now();
+    }
 }
 
 /// Plain data that the lanes' threads may share: the drivers take raw

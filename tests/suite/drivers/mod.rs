@@ -8,6 +8,7 @@ mod columns;
 mod gradient;
 mod rows;
 mod stencil;
+mod streamed;
 
 /// The GPU's three-way minimum of DTW's costs (`f32`: the integer minimum
 /// of the bits) is the float minimum for every triple of zero, subnormal,
