@@ -271,9 +271,7 @@ impl<'a> MappedOutputs<'a> {
         // bytes of `T`s.
         Ok(unsafe { buffer.values::<T>(self.bytes / size_of::<T>()) }.to_vec())
     }
-}
 
-impl MappedOutputs<'_> {
     /// The values, which the kernel that writes them has said are written
     /// (in host memory, read with acquire ordering): no wait for the
     /// stream's work to end.

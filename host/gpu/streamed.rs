@@ -17,10 +17,10 @@
 //!
 //! A call allocates nothing on the device: the kernel's device words are
 //! kept per GPU ([`super::streamed_state::StreamedState`]), each launch
-//! numbered. Nor does it wait
-//! for the kernel's end: the kernel says in host memory when every pair's
-//! value is written, and the call reads them then, while the kernel's
-//! warps finish (they touch none of the call's memory after).
+//! numbered. Nor does it wait for the kernel's end: the kernel says in
+//! host memory when every pair's value is written, and the call reads them
+//! then, while the kernel's warps finish (they touch none of the call's
+//! memory after).
 
 use super::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
 use super::device::gpu_error;
@@ -272,9 +272,11 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         };
         // The launch goes while the staging threads write the first chunk.
         // SAFETY: the argument's pointers address the staging and control
-        // buffers and the outputs, held until the stream is synchronized
-        // (the outputs' read, or below on failure), and device memory
-        // dropped after the launch (freed in the stream's order); the
+        // buffers and the outputs, held until the kernel has said it is
+        // finished (it touches none of them after) or the stream is
+        // synchronized (below, when it has not), the GPU's kept words, and
+        // device memory dropped after the launch (freed in the stream's
+        // order); the
         // kernel was given `shared` bytes, every warp's room; a cooperative
         // launch puts every block on the GPU at once, or fails.
         let launch = || unsafe { gpu.launch(stream, &function, config, true, argument) };
@@ -303,10 +305,12 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         // staging writes it while the kernel reads what it has published.
         unsafe { stage_in_order(Staging(at), &staged, &ranges, launch, || Ok(()), publish) }?;
         std::mem::forget(abandon);
-        // SAFETY: the control buffer holds the word, as above.
-        let finished = unsafe { AtomicU32::from_ptr(finished) };
-        // A warp that gave up said so before it was through: visible now.
-        let gave_up = || unsafe { AtomicU32::from_ptr(gave_up) }.load(Ordering::Acquire) != 0;
+        // SAFETY: the control buffer holds the words, as above.
+        let (finished, gave_up) =
+            unsafe { (AtomicU32::from_ptr(finished), AtomicU32::from_ptr(gave_up)) };
+        // A warp that gave up said so before it was through: visible once
+        // `finished` is.
+        let gave_up = || gave_up.load(Ordering::Acquire) != 0;
         if !wait_until_finished(stream, finished)? || gave_up() {
             // Some pairs have no value: the ordinary way, once the kernel
             // has ended.
