@@ -152,17 +152,7 @@ fn streamed<M: Recurrence<f64> + Sync + Copy>(
     let warp_values = (a.longest() + b.longest()) * (a.dims + 1);
     let mut rooms = vec![f64::NAN; (pairs + 1) * warp_values];
     let launch = Shared(StreamedLaunch {
-        pairs: PairsLaunch {
-            a: a_host.set_ref(),
-            b: b_host.set_ref(),
-            params: measure,
-            out: out.as_mut_ptr(),
-            workspace: workspace.as_mut_ptr(),
-            row_len: row_len as u64,
-            first_pair: 0,
-            pair_count: pairs as u64,
-            numbering: Numbering::Paired,
-        },
+        pairs: paired_launch(measure, (&a_host, &b_host), &mut out, &mut workspace),
         written: written.as_ptr(),
         relayed: relayed.as_ptr(),
         through: through.as_ptr(),
@@ -217,20 +207,9 @@ fn streamed<M: Recurrence<f64> + Sync + Copy>(
 /// The same pairs fully written, by the `warp` kernels' launch.
 fn resident<M: Recurrence<f64> + Sync + Copy>(measure: M, (a, b): (&Batch, &Batch)) -> Vec<f64> {
     let pairs = a.offsets.len() - 1;
-    let row_len = a.longest() + 1;
     let mut out = vec![f64::NAN; pairs];
-    let mut workspace = vec![f64::NAN; pairs * row_len];
-    let launch = Shared(PairsLaunch {
-        a: a.set_ref(),
-        b: b.set_ref(),
-        params: measure,
-        out: out.as_mut_ptr(),
-        workspace: workspace.as_mut_ptr(),
-        row_len: row_len as u64,
-        first_pair: 0,
-        pair_count: pairs as u64,
-        numbering: Numbering::Paired,
-    });
+    let mut workspace = vec![f64::NAN; pairs * (a.longest() + 1)];
+    let launch = Shared(paired_launch(measure, (a, b), &mut out, &mut workspace));
     run_numbered_warps::<LANES, _>(pairs, |warp, index| {
         // SAFETY: the sets, outputs and workspace outlive the warps.
         unsafe {
@@ -240,6 +219,28 @@ fn resident<M: Recurrence<f64> + Sync + Copy>(measure: M, (a, b): (&Batch, &Batc
         }
     });
     out
+}
+
+/// Pair `k` of `a` and `b` a warp, values to `out`, borders of pairs wider
+/// than a panel in `workspace` (a row of `a`'s longest series and one more
+/// a pair).
+fn paired_launch<M>(
+    measure: M,
+    (a, b): (&Batch, &Batch),
+    out: &mut [f64],
+    workspace: &mut [f64],
+) -> PairsLaunch<f64, M> {
+    PairsLaunch {
+        a: a.set_ref(),
+        b: b.set_ref(),
+        params: measure,
+        out: out.as_mut_ptr(),
+        workspace: workspace.as_mut_ptr(),
+        row_len: a.longest() as u64 + 1,
+        first_pair: 0,
+        pair_count: out.len() as u64,
+        numbering: Numbering::Paired,
+    }
 }
 
 /// Random pairs of the given lengths and dimension (timestamps included).
