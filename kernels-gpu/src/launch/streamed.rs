@@ -16,12 +16,12 @@
 //! the count of warps through before it hands any count on. The warp that
 //! makes every pair's warp through says so in host memory (`finished`),
 //! so that the host can read the values without waiting for the kernel's
-//! end to reach it. A warp that waits past
-//! the launch's patience, or finds the host gave up ([`ABANDONED`]),
-//! stops without a value (and in the first case says so in host memory),
-//! so that a host that fails midway, or a kernel that runs before the host
-//! can write (a launch that blocks), never hangs: the host then returns
-//! its error, or computes the pairs another way.
+//! end to reach it. A warp that waits past the launch's patience, or finds
+//! the host gave up ([`ABANDONED`]), stops without a value (and in the
+//! first case says so in host memory), so that a host that fails midway,
+//! or a kernel that runs before the host can write (a launch that blocks),
+//! never hangs: the host then returns its error, or computes the pairs
+//! another way.
 
 use super::pairs::PairsLaunch;
 use crate::drivers::columns::pair::warp_pair;
