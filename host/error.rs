@@ -32,6 +32,12 @@ pub enum Error {
     /// A CUDA driver call failed while computing.
     #[error("GPU error: {0}")]
     Gpu(String),
+    /// A wait for the device passed its bound: a warp of `kernel` waited
+    /// longer than `hw::WAIT_BOUND_NS` for another's value, or the host
+    /// waited longer than [`crate::gpu::device_wait_bound`] for the device.
+    /// The results of the call are discarded; the GPU stays usable.
+    #[error("GPU wait past its bound in {kernel}: {what}")]
+    DeviceWait { kernel: String, what: String },
     /// A data file that does not parse.
     #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Parse {

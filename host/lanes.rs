@@ -390,6 +390,7 @@ impl<T: LaneReal, const K: usize> Real for Lanes<T, K> {
     const ZERO: Self = Lanes([T::ZERO; K]);
     const ONE: Self = Lanes([T::ONE; K]);
     const INFINITY: Self = Lanes([T::INFINITY; K]);
+    const NAN: Self = Lanes([T::NAN; K]);
     const MAX: Self = Lanes([T::MAX; K]);
     #[inline(always)]
     fn from_f64(value: f64) -> Self {

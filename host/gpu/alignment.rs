@@ -8,6 +8,7 @@ use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::select::block_threads;
 use super::stencil::{shared_bytes, stencil_launch};
+use super::wait::wait_stream;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;
@@ -90,6 +91,7 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
                 std::ptr::null_mut()
             },
             alignment: alignment.device_ptr(stream).0 as *mut T,
+            fault: std::ptr::null_mut(),
         };
         // SAFETY: the pair is on the device and outlives the launch (the
         // copies below wait for it); the store and the alignment hold its
@@ -97,6 +99,7 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
         // the six rings of `ring` values are after the store or in the
         // `shared` bytes the kernel was allowed.
         unsafe { gpu.launch_blocks(&function, (1, threads), shared, launch) }?;
+        wait_stream(stream, "the Soft-DTW alignment kernel")?;
         let alignment = stream.clone_dtoh(&alignment).map_err(gpu_error)?;
         let value = stream.clone_dtoh(&value).map_err(gpu_error)?[0];
         let alignment = Array2::from_shape_vec((n, m), alignment).expect("n x m cells");

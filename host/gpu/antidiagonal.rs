@@ -16,6 +16,7 @@
 use super::context::{poison, Gpu, KernelParams};
 use super::device::gpu_error;
 use super::image::{upload_ranges, AsyncCopies};
+use super::wait::{check_fault_word, wait_stream};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig};
@@ -62,7 +63,8 @@ pub(crate) fn diagonal_pairs<T: Float, P: KernelParams<T>>(
     } else {
         Driver::DiagonalStep
     };
-    let function = gpu.function(KernelId::new(P::MEASURE, driver, false, T::PRECISION))?;
+    let id = KernelId::new(P::MEASURE, driver, false, T::PRECISION);
+    let function = gpu.function(id)?;
     let launches = if persistent {
         Launches::Persistent {
             blocks: resident_blocks(gpu, &function)?,
@@ -74,7 +76,8 @@ pub(crate) fn diagonal_pairs<T: Float, P: KernelParams<T>>(
     // Rows of the pair's matrix index the anti-diagonals: n + 1 values.
     let len = a.max_len() + 1;
     let diagonal_memory = stream.alloc_zeros::<T>(3 * len).map_err(gpu_error)?;
-    let barrier_memory = stream.alloc_zeros::<u32>(2).map_err(gpu_error)?;
+    // The barrier's count, generation and fault word.
+    let barrier_memory = stream.alloc_zeros::<u32>(3).map_err(gpu_error)?;
     let mut out = stream
         .alloc_zeros::<T>(a.len() * b.len())
         .map_err(gpu_error)?;
@@ -101,12 +104,16 @@ pub(crate) fn diagonal_pairs<T: Float, P: KernelParams<T>>(
             };
             let (n, m) = (a.series_len(i), b.series_len(j));
             // SAFETY: the series are uploaded, the anti-diagonals hold
-            // 3 x (n + 1) values or more, the barrier's two words are
-            // zero before the first launch and after every complete
-            // barrier; launches on one stream run in order.
+            // 3 x (n + 1) values or more, the barrier's count and fault
+            // word are zero before the first launch and after every
+            // complete barrier (a fault ends the call); launches on one
+            // stream run in order.
             unsafe { diagonal_pair(gpu, &function, &launches, launch, n, m) }?;
         }
     }
+    let kernel = id.to_string();
+    wait_stream(stream, &kernel)?;
+    check_fault_word(stream, &barrier_memory.slice(2..3), &kernel)?;
     let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
     let mut matrix = Array2::from_shape_vec((a.len(), b.len()), values).expect("output shape");
     if triangle {

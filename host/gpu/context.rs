@@ -9,6 +9,7 @@ use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::setup::{timed, SetupKind};
 use super::staging::PinnedPool;
 use super::streamed_state::StreamedState;
+use super::wait::wait_stream;
 use crate::{Error, Float, GpuSet, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{
@@ -503,7 +504,7 @@ impl Gpu {
     /// freed.
     pub(crate) fn settle(&self, failed: bool) {
         if failed {
-            let _ = self.stream.synchronize();
+            let _ = wait_stream(&self.stream, "a failed computation");
         }
     }
 }

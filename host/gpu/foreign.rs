@@ -9,6 +9,7 @@ use super::image::ForeignBatch;
 use super::paired::{choose, values_on};
 use super::plan::paired::{GradientKernel, GradientPlan, Shapes};
 use super::value_plan::value_call_bytes;
+use super::wait::wait_stream;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, sys};
 use timewarp_kernels::Differentiable;
@@ -159,7 +160,7 @@ enum Kernels {
 /// the stream's order, after them.
 fn finish_after(gpu: &Gpu, wait_for: Option<sys::CUstream>) -> Result<()> {
     let Some(stream) = wait_for else {
-        return gpu.stream.synchronize().map_err(gpu_error);
+        return wait_stream(&gpu.stream, "the paired kernels on the caller's tensors");
     };
     let done = gpu.stream.record_event(None).map_err(gpu_error)?;
     // SAFETY: the caller vouches for the stream; the event is ours, and

@@ -333,6 +333,17 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     }
     let store = offsets_base + (offsets_len * size_of::<T>()) as u64;
     let rings = store + (store_len * size_of::<T>()) as u64;
+    // The panels' waits for each other's borders record a wait that gave
+    // up here; the kernel then writes the pair's value NaN, which the
+    // values' check reports.
+    let fault = if borders > 0 {
+        Some(stream.alloc_zeros::<u32>(1).map_err(gpu_error)?)
+    } else {
+        None
+    };
+    let fault_ptr = fault.as_ref().map_or(std::ptr::null_mut(), |word| {
+        word.device_ptr(stream).0 as *mut u32
+    });
     for (range, start) in ranges.iter().zip(starts) {
         let len = range.len();
         for l in 0..launches {
@@ -351,6 +362,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
                     std::ptr::null_mut()
                 },
                 alignment: std::ptr::null_mut(),
+                fault: fault_ptr,
             };
             if let GradientKernel::Warp { warps, stripe } = kernel {
                 let driver = gradient_driver((warps, stripe));

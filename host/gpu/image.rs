@@ -9,6 +9,7 @@ use super::layout::{as_bytes_u64, Image, Layout};
 use super::plan::paired::{lengths_range, Shapes};
 use super::staged_copy::{stage_and_copy, Staging};
 use super::staging::{keeps, Pinned, PinnedPool};
+use super::wait::wait_stream;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use std::marker::PhantomData;
@@ -484,7 +485,7 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
     if running && (page_locked == AsyncCopies::Waited || copied.is_err()) {
         // They end here, failed or not, before the caller may drop the
         // batch.
-        stream.synchronize().map_err(gpu_error)?;
+        wait_stream(&stream, "the upload of the series")?;
     }
     copied?;
     let allocation = match allocated {

@@ -7,6 +7,7 @@ use super::device::gpu_error;
 use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::select::{pipelined_workspace, tile_rows, tiled_stripe};
+use super::wait::{check_fault_word, wait_stream};
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 use ndarray::Array2;
@@ -14,7 +15,7 @@ use std::mem::size_of;
 use std::ptr::null_mut;
 use std::sync::Arc;
 use timewarp_kernels::drivers::columns::long_pair::{
-    diagonal_tiles, tile_counts, PanelHandoff, TileGrid,
+    diagonal_tiles, tile_counts, PanelHandoff, TileGrid, NO_STALL,
 };
 use timewarp_kernels::hw::{Tagged, LANES};
 use timewarp_kernels::launch::long_pair::{PanelLaunch, TileLaunch};
@@ -101,15 +102,37 @@ pub(crate) fn pipelined_bytes<T: Float>(n: usize) -> usize {
 /// it is done.
 pub(crate) struct PipelinedRun<T> {
     _borders: CudaSlice<u64>,
-    _flags: CudaSlice<u32>,
+    /// The panel counter, then the fault word of the warps' waits.
+    flags: CudaSlice<u32>,
     out: CudaSlice<T>,
+    kernel: KernelId,
 }
 
 impl<T: Float> PipelinedRun<T> {
-    /// The pair's value, once the launch is done on `stream` (its own).
+    /// The pair's value, once the launch is done on `stream` (its own); an
+    /// error if a warp's wait for another gave up.
     pub(crate) fn value(self, stream: &Arc<CudaStream>) -> Result<T> {
+        let kernel = self.kernel.to_string();
+        wait_stream(stream, &kernel)?;
+        check_fault_word(stream, &self.flags.slice(1..2), &kernel)?;
         Ok(stream.clone_dtoh(&self.out).map_err(gpu_error)?[0])
     }
+}
+
+thread_local! {
+    /// The panel that the next pipelined launch of this thread leaves
+    /// unpublished ([`inject_stalled_panel`]).
+    static STALLED_PANEL: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// A test hook: the next pipelined long-pair launch of this thread (the
+/// `tiled` variant) has panel `panel` never publish its border, as a
+/// broken warp would not, so that the warp after it waits until its bound
+/// and the call fails with [`crate::Error::DeviceWait`]. For the tests of
+/// that bound; `None` clears it.
+#[doc(hidden)]
+pub fn inject_stalled_panel(panel: Option<u32>) {
+    STALLED_PANEL.with(|stalled| stalled.set(panel));
 }
 
 /// The stripe of the tiled kernels of `driver` for `m` columns
@@ -156,7 +179,7 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
     // Two border columns of n + 1 tagged values, two words each.
     let words = 2 * (n + 1) * size_of::<Tagged>() / size_of::<u64>();
     let borders = stream.alloc_zeros::<u64>(words).map_err(gpu_error)?;
-    let flags = stream.alloc_zeros::<u32>(1).map_err(gpu_error)?;
+    let flags = stream.alloc_zeros::<u32>(2).map_err(gpu_error)?;
     let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
     let out_ptr = poison(stream, &mut out)?;
     let launch = PanelLaunch {
@@ -167,6 +190,10 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
             borders: borders.device_ptr(stream).0 as *mut Tagged,
             next_panel: flags.device_ptr(stream).0 as *mut u32,
             last_row,
+            fault: (flags.device_ptr(stream).0 + size_of::<u32>() as u64) as *mut u32,
+            stall_panel: STALLED_PANEL
+                .with(|stalled| stalled.take())
+                .unwrap_or(NO_STALL),
         },
         out: out_ptr as *mut T,
     };
@@ -180,14 +207,15 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
         block_dim: (LANES as u32, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: the borders hold 2 (n + 1) values, the flags panels + 1
-    // zeroed counters, `out` one value, `last_row` null or m + 1 (the
-    // caller's); the caller's series are on the device.
+    // SAFETY: the borders hold 2 (n + 1) values, the flags the zeroed
+    // panel counter and fault word, `out` one value, `last_row` null or
+    // m + 1 (the caller's); the caller's series are on the device.
     unsafe { gpu.launch(stream, &function, config, false, launch) }?;
     Ok(PipelinedRun {
         _borders: borders,
-        _flags: flags,
+        flags,
         out,
+        kernel: id,
     })
 }
 
@@ -254,6 +282,7 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
         // in order, so every earlier anti-diagonal is done.
         unsafe { gpu.launch_blocks(&function, (blocks, LANES as u32), 0, launch) }?;
     }
+    wait_stream(stream, &id.to_string())?;
     Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
 }
 

@@ -19,6 +19,7 @@
 //!                  the launchers, one file for what each runs (gradient:
 //!                  also Soft-DTW's expected alignment of a pair)
 //! streamed         paired values computed while the host writes the pairs
+//! wait             the host's bounded waits for the device
 //! page_locked      batches in page-locked host memory
 //! foreign          paired Soft-DTW over the caller's device memory
 //! path             last columns of a long pair's sub-pairs (alignment paths)
@@ -55,12 +56,15 @@ mod stencil;
 mod streamed;
 mod streamed_state;
 mod value_plan;
+mod wait;
 
 pub use context::{this_thread_busy_time, Gpu, GpuWork};
 pub use device::{list_gpus, GpuInfo};
 pub use image::DeviceSeriesSet;
 #[doc(hidden)]
 pub use layout::stream_copy; // for benches/host_copies.rs
+#[doc(hidden)]
+pub use long_pair::inject_stalled_panel;
 #[doc(hidden)]
 pub use multi::inject_gpu_fault;
 pub use ptx::{
@@ -72,6 +76,7 @@ pub use setup::{setup_steps, SetupKind, SetupStep};
 pub use streamed::this_thread_streamed_calls;
 #[doc(hidden)]
 pub use streamed::{inject_streamed_fault, StreamedFault};
+pub use wait::device_wait_bound;
 
 pub(crate) use alignment::pair_alignment;
 pub(crate) use context::KernelParams;

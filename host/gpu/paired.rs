@@ -30,6 +30,7 @@ use super::plan::{chunks, MAX_BLOCKS};
 use super::select::{paired_variant, pipelined_workspace};
 use super::streamed::streamed_values;
 use super::value_plan::{launch_lengths, value_border, value_bytes, value_call_bytes, ValuePlan};
+use super::wait::wait_stream;
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
 use std::mem::size_of;
@@ -255,6 +256,6 @@ fn tiled_values_on<T: Float, P: KernelParams<T>>(
     // pageable memory has read `values` when it returns.
     unsafe { driver::memcpy_htod_async(out, &values[..], gpu.stream.cu_stream()) }
         .map_err(gpu_error)?;
-    gpu.stream.synchronize().map_err(gpu_error)?;
+    wait_stream(&gpu.stream, "the paired values")?;
     Ok(Vec::new())
 }

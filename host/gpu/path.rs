@@ -9,6 +9,7 @@
 use super::context::{Gpu, KernelParams};
 use super::device::gpu_error;
 use super::long_pair::{check_fits, enqueue_pipelined, pipelined_bytes, PipelinedRun};
+use super::wait::wait_stream;
 use crate::{Float, Result};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::mem::size_of;
@@ -62,7 +63,7 @@ impl<T: Float> DevicePathPair<T> {
             .map(|_| gpu.context.new_stream().map_err(gpu_error))
             .collect::<Result<_>>()?;
         // The other streams read the samples.
-        gpu.stream.synchronize().map_err(gpu_error)?;
+        wait_stream(&gpu.stream, "the long-pair passes of a path")?;
         Ok(Self {
             values,
             times,
@@ -177,8 +178,8 @@ struct QueuedPass<T> {
 /// Waits for the queued passes, in order, and appends their columns.
 fn finish<T: Float>(queued: &mut Vec<QueuedPass<T>>, columns: &mut Vec<Vec<T>>) -> Result<()> {
     for pass in queued.drain(..) {
-        let mut column = pass.stream.clone_dtoh(&pass.last_row).map_err(gpu_error)?;
         pass.run.value(&pass.stream)?;
+        let mut column = pass.stream.clone_dtoh(&pass.last_row).map_err(gpu_error)?;
         column.remove(0);
         columns.push(column);
     }

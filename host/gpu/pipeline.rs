@@ -20,6 +20,7 @@ use super::output::Output;
 use super::plan::matrix::STAGING_BYTES;
 use super::plan::matrix::{Side, Sizes, Tile, Upload};
 use super::staging::Pinned;
+use super::wait::{wait_event, wait_stream};
 use crate::interrupt;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{
@@ -85,7 +86,7 @@ impl<T> Drop for Pipeline<'_, T> {
     fn drop(&mut self) {
         for slot in &mut self.slots {
             // Errors here surface at the context's next call.
-            let _ = slot.stream.synchronize();
+            let _ = wait_stream(&slot.stream, "the tile pipeline");
             for buffer in [slot.staging.take(), slot.results.take()]
                 .into_iter()
                 .flatten()
@@ -137,7 +138,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
         let bytes = unsafe { first_stream.alloc::<u8>(total) }.map_err(gpu_error)?;
         let base = bytes.device_ptr(&first_stream).0;
         // The allocation is ordered on its stream; the others copy into it.
-        first_stream.synchronize().map_err(gpu_error)?;
+        wait_stream(&first_stream, "the tile pipeline")?;
         let piece = self.sizes.staging.clamp(1, STAGING_BYTES);
         let result = self.copy_pieces(&image, base, piece);
         if result.is_err() {
@@ -166,7 +167,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
             let slot = &mut self.slots[k % count];
             k += 1;
             debug_assert!(slot.pending.is_none());
-            slot.done.synchronize().map_err(gpu_error)?;
+            wait_event(&slot.done, "the tile pipeline")?;
             let stream = slot.stream.cu_stream();
             let staging = slot.staging(gpu, piece)?;
             let len = staging.len().min(total - offset);
@@ -192,7 +193,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
         }
         self.slots
             .iter()
-            .try_for_each(|slot| slot.done.synchronize().map_err(gpu_error))
+            .try_for_each(|slot| wait_event(&slot.done, "the tile pipeline"))
     }
 
     /// Enqueues `tile` on the next slot, after waiting for that slot's
@@ -292,7 +293,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
     /// failed computation, before its buffers are freed).
     fn wait_all(&self) {
         for slot in &self.slots {
-            let _ = slot.stream.synchronize();
+            let _ = wait_stream(&slot.stream, "the tile pipeline");
         }
     }
 }
@@ -305,7 +306,7 @@ impl<T: Float> Slot<T> {
             return Ok(());
         };
         out.prepare(&tile);
-        self.done.synchronize().map_err(gpu_error)?;
+        wait_event(&self.done, "the tile pipeline")?;
         let results = self.results.as_ref().expect("a pending tile has results");
         // SAFETY: the copy into `results` is done (the event), and it
         // wrote `tile.outputs()` values.

@@ -6,6 +6,7 @@
 use super::device::gpu_error;
 use super::plan::matrix::{SLOTS, STAGING_BYTES};
 use super::setup::{timed, SetupKind};
+use super::wait::wait_stream;
 use crate::{Float, Result};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, PinnedHostSlice};
 use std::mem::size_of;
@@ -182,6 +183,7 @@ pub(super) fn outputs_to_host<T: Float>(
         .unwrap_or(0);
     let bytes = end * size_of::<T>();
     if !keeps(bytes) {
+        wait_stream(stream, "the copy of results to the host")?;
         return parts
             .iter()
             .map(|&(start, len)| {
@@ -198,8 +200,8 @@ pub(super) fn outputs_to_host<T: Float>(
         let host = pinned.values_mut::<T>(end);
         stream
             .memcpy_dtoh(&results.slice(..end), host)
-            .and_then(|()| stream.synchronize())
             .map_err(gpu_error)
+            .and_then(|()| wait_stream(stream, "the copy of results to the host"))
     };
     // SAFETY: the copy is done (or failed, and its values are not used).
     let parts = copied.map(|()| {
@@ -264,7 +266,7 @@ impl<'a> MappedOutputs<'a> {
     /// The values, once the stream's work (the kernels that write them) is
     /// done: waits for it.
     pub(super) fn read<T: Float>(mut self) -> Result<Vec<T>> {
-        self.stream.synchronize().map_err(gpu_error)?;
+        wait_stream(&self.stream, "the copy of results to the host")?;
         self.done = true;
         let buffer = self.buffer.as_ref().expect("held until dropped");
         // SAFETY: the kernels that wrote it are done; it holds `bytes`
@@ -288,7 +290,7 @@ impl<'a> MappedOutputs<'a> {
 
 impl Drop for MappedOutputs<'_> {
     fn drop(&mut self) {
-        if !self.done && self.stream.synchronize().is_err() {
+        if !self.done && wait_stream(&self.stream, "the copy of results to the host").is_err() {
             // A kernel may still write it: never reuse it (nor free it).
             std::mem::forget(self.buffer.take());
             return;

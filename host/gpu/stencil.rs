@@ -8,6 +8,7 @@ use super::image::{upload_ranges, AsyncCopies};
 use super::plan::matrix::TilePlan;
 use super::plan::MAX_BLOCKS;
 use super::select::block_threads;
+use super::wait::wait_stream;
 use crate::{Float, Result, SeriesSet};
 use ndarray::{s, Array2};
 use std::ops::Range;
@@ -116,6 +117,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
                 }?;
                 first_pair += pair_count;
             }
+            wait_stream(stream, "the stencil kernel")?;
             let values = stream.clone_dtoh(&tile_out).map_err(gpu_error)?;
             let tile = Array2::from_shape_vec((count_a, count_b), values).expect("tile shape");
             out.slice_mut(s![rows.clone(), columns.clone()])

@@ -30,6 +30,7 @@ use super::plan::paired::Shapes;
 use super::staged_copy::{stage_in_order, Staging};
 use super::staging::{keeps, MappedOutputs, Pinned};
 use super::value_plan::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
+use super::wait::{device_wait_bound, wait_stream};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{sys, CudaStream, DevicePtr, LaunchConfig};
 use std::cell::Cell;
@@ -314,7 +315,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         if !wait_until_finished(stream, finished)? || gave_up() {
             // Some pairs have no value: the ordinary way, once the kernel
             // has ended.
-            stream.synchronize().map_err(gpu_error)?;
+            wait_stream(&stream, "the streamed paired kernel")?;
             return Ok(None);
         }
         // SAFETY: every pair's warp wrote its value before the last of them
@@ -324,7 +325,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         STREAMED_CALLS.with(|calls| calls.set(calls.get() + 1));
         Ok(Some(values))
     })();
-    let finished = computed.is_ok() || stream.synchronize().is_ok();
+    let finished = computed.is_ok() || wait_stream(&stream, "the streamed paired kernel").is_ok();
     give_back(gpu, [staging, control], finished);
     computed
 }
@@ -351,6 +352,13 @@ fn wait_until_finished(stream: &CudaStream, finished: &AtomicU32) -> Result<bool
                 }
             }
             looked = now;
+            if now - started > device_wait_bound() {
+                return Err(Error::DeviceWait {
+                    kernel: "the streamed paired kernel".into(),
+                    what: "it neither finished nor ended within TIMEWARP_DEVICE_WAIT_SECONDS"
+                        .into(),
+                });
+            }
         }
         if now - started < SPIN {
             std::hint::spin_loop();

@@ -13,6 +13,7 @@ use super::plan::{chunks, MAX_BLOCKS};
 use super::select::{band_width, block_threads, panels_kernel, warp_kernel, WarpKernel};
 use super::staging::{outputs_to_host, MappedOutputs};
 use super::stencil::{shared_bytes, stencil_launch};
+use super::wait::wait_stream;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, CudaFunction, CudaSlice, DevicePtr};
 use std::mem::size_of;
@@ -364,7 +365,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
             }
         }
         if self.device_out.is_some() {
-            stream.synchronize().map_err(gpu_error)?;
+            wait_stream(&stream, "the paired values")?;
             return Ok(Vec::new());
         }
         match self.mapped {

@@ -149,13 +149,13 @@ macro_rules! kernel {
     ($m:ident $t:ident diagonal) => {
         entry!(concat!(stringify!($m), "_diagonal_", stringify!($t)),
             launch: DiagonalLaunch<$t, params!($m $t)>, {
-            launch.run_pair(&GpuGrid { barrier: launch.barrier });
+            launch.run_pair(&GpuGrid::new(launch.barrier));
         });
     };
     ($m:ident $t:ident diagonal_step) => {
         entry!(concat!(stringify!($m), "_diagonal_step_", stringify!($t)),
             launch: DiagonalLaunch<$t, params!($m $t)>, {
-            let grid = GpuGrid { barrier: launch.barrier };
+            let grid = GpuGrid::new(launch.barrier);
             launch.run_diagonal(grid.thread(), grid.threads());
         });
     };

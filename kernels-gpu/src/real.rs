@@ -53,6 +53,8 @@ pub trait Real:
     const ZERO: Self;
     const ONE: Self;
     const INFINITY: Self;
+    /// Not a number: what a wait that gave up hands on.
+    const NAN: Self;
     /// The largest finite value.
     const MAX: Self;
     fn from_f64(value: f64) -> Self;
@@ -108,6 +110,7 @@ macro_rules! impl_real {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const INFINITY: Self = <$t>::INFINITY;
+            const NAN: Self = <$t>::NAN;
             const MAX: Self = <$t>::MAX;
             #[inline(always)]
             fn from_f64(value: f64) -> Self {

@@ -144,3 +144,38 @@ fn gpu_narrow_bands() {
     let soft = SoftDtw::new(0.5).unwrap().with_band(30).into();
     against_cpu::<f64>(&variants, &a, &b, soft, false);
 }
+
+/// The bound on the tiled kernel's waits, on the GPU: with one panel that
+/// never publishes its border (the test hook), the call fails with
+/// `Error::DeviceWait` naming the kernel, within a few bounds rather than
+/// never; and the GPU stays usable: the same pair right after is right.
+#[test]
+fn gpu_a_stalled_panel_is_an_error_and_the_gpu_stays_usable() {
+    let Some(_timed) =
+        on_gpu("long_pairs::gpu_a_stalled_panel_is_an_error_and_the_gpu_stays_usable")
+    else {
+        return;
+    };
+    let (a, b) = pair(30, 20_000, 20_000, false);
+    let metric: Metric = Dtw::new().into();
+    let options = gpu_options(Some(Variant::Tiled));
+    timewarp::gpu::inject_stalled_panel(Some(3));
+    let started = std::time::Instant::now();
+    let error = distance_matrix(&a, Some(&b), metric, &options).unwrap_err();
+    let waited = started.elapsed();
+    timewarp::gpu::inject_stalled_panel(None);
+    match &error {
+        timewarp::Error::DeviceWait { kernel, .. } => {
+            assert!(kernel.starts_with("dtw_tiled"), "names the kernel: {error}")
+        }
+        other => panic!("expected a device wait error, got {other}"),
+    }
+    let bound = std::time::Duration::from_nanos(timewarp_kernels::hw::WAIT_BOUND_NS);
+    assert!(waited < 4 * bound, "the call took {waited:?}");
+    let expected = cpu_matrix(&a, &b, metric)[[0, 0]];
+    let got = distance_matrix(&a, Some(&b), metric, &options).unwrap()[[0, 0]];
+    assert!(
+        (got - expected).abs() <= 1e-9 * expected.abs(),
+        "after the fault: {got} against the CPU's {expected}"
+    );
+}

@@ -246,3 +246,87 @@ fn gradient_shapes() {
     assert_eq!(gradient_driver((1, 16)).to_string(), "warp_gradient16");
     assert_eq!(gradient_driver((4, 8)).to_string(), "panels_gradient4x8");
 }
+
+/// The cells a warp kernel evaluates in one wavefront step, in all lanes.
+fn cells_per_step(driver: Driver) -> usize {
+    match driver {
+        Driver::Sheared { lanes, stripe } | Driver::Warp { lanes, stripe } => {
+            (lanes * stripe) as usize
+        }
+        Driver::Skewed { groups, chain } => LANES * (groups * chain) as usize,
+        _ => unreachable!("warp kernels only"),
+    }
+}
+
+/// A long pair in a band takes a warp kernel whose work follows the band,
+/// not the matrix: the cells it evaluates (its steps, `warp_steps`, times
+/// the cells of a step) are at most 4 times the band's cells plus a
+/// wavefront's fill and drain along both sides. The Soft-DTW pair of
+/// 100,000 x 100,100 samples in a radius of 30 (161 diagonals, wider than
+/// its sheared kernel) took the skewed kernel, which computes every row of
+/// every panel: 4 x 10^10 cells for the band's 1.6 x 10^7.
+#[test]
+fn banded_pairs_take_kernels_that_compute_the_band_only() {
+    let cases: [(usize, usize, usize); 7] = [
+        (100_000, 100_100, 30),
+        (100_000, 100_000, 100),
+        (100_100, 100_000, 5),
+        (65_536, 70_000, 300),
+        (20_000, 20_000, 0),
+        (4_096, 4_096, 2_000),
+        (1 << 20, 1 << 20, 1_000),
+    ];
+    for measure in [Measure::Dtw, Measure::SoftDtw] {
+        for precision in Precision::ALL {
+            for (n, m, radius) in cases {
+                let (below, above) = (radius + n.saturating_sub(m), radius + m.saturating_sub(n));
+                let width = below + above + 1;
+                let band_cells: usize = (1..=n)
+                    .map(|i| (i + above).min(m) + 1 - i.saturating_sub(below).max(1))
+                    .sum();
+                for pairs in [1, 4, 100_000] {
+                    let kernel =
+                        warp_kernel(measure, precision, (n, m), 1, Some(width), (pairs, 528));
+                    let driver = kernel.id.driver;
+                    let steps = warp_steps(driver, n, m, Some((below, above)));
+                    let cells = steps * cells_per_step(driver);
+                    let bound = 4 * band_cells + 4 * (n + m) * cells_per_step(driver);
+                    assert!(
+                        cells <= bound,
+                        "{measure} {precision} {n} x {m} radius {radius}, {pairs} pairs: {} \
+                         evaluates {cells} cells, over {bound} for {band_cells} in the band",
+                        kernel.id
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The step counts of the three warp drivers on small cases counted by
+/// hand.
+#[test]
+fn warp_steps_count_the_rows_each_driver_walks() {
+    let sheared = Driver::Sheared {
+        lanes: 32,
+        stripe: 4,
+    };
+    // 10 rows, 7 diagonals in lanes of 4 cells: 2 lanes, one step of skew.
+    assert_eq!(warp_steps(sheared, 10, 10, Some((3, 3))), 11);
+    let warp = Driver::Warp {
+        lanes: 2,
+        stripe: 2,
+    };
+    // Panels of 4 columns of a 10 x 8 matrix: every row twice without a
+    // band, a step of skew each.
+    assert_eq!(warp_steps(warp, 10, 8, None), 2 * (10 + 1));
+    // Radius 1: columns 1..=4 meet rows 1..=5, columns 5..=8 rows 4..=9.
+    assert_eq!(warp_steps(warp, 10, 8, Some((1, 1))), (5 + 1) + (6 + 1));
+    let skewed = Driver::Skewed {
+        groups: 2,
+        chain: 1,
+    };
+    // One panel of 64 columns: every row, 63 steps of skew, band or not.
+    assert_eq!(warp_steps(skewed, 10, 64, Some((1, 1))), 10 + 63);
+    assert_eq!(warp_steps(skewed, 10, 65, None), 2 * (10 + 63));
+}

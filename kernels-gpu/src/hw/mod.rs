@@ -146,6 +146,98 @@ pub trait Warp {
     fn pause(&self) {}
 }
 
+/// How long one wait of a warp for a value that other warps publish (a
+/// border's next rows, a grid barrier) may last before the warp gives up.
+/// Such a wait ends within microseconds on a working GPU: the warps waited
+/// for are running (the drivers hand work out in an order that makes sure
+/// of it) and a few rows ahead. Only a warp that never publishes (a bug, or
+/// the test hook that makes one) or a GPU that stopped reaches the bound.
+pub const WAIT_BOUND_NS: u64 = 2_000_000_000;
+
+/// The bound on the waits of one warp (or one grid barrier's participant)
+/// for what other warps publish. A wait that reaches [`WAIT_BOUND_NS`]
+/// gives up: it records the failure in the fault word, which the host
+/// reads after the launch and reports as an error naming the kernel, and
+/// from then on this warp waits no more: each of its later waits that does
+/// not find its value at once gives up too. The warp then runs to its end
+/// with what it has (its results are worthless, and the host discards
+/// them), so the launch ends within one bound of the fault, and the GPU
+/// stays usable.
+pub struct WaitBound {
+    fault: *mut u32,
+    gave_up: core::cell::Cell<bool>,
+}
+
+impl WaitBound {
+    /// The bound of waits whose failures go to `fault` (a zeroed word of
+    /// global memory that the host reads after the launch).
+    #[inline(always)]
+    pub fn new(fault: *mut u32) -> Self {
+        WaitBound {
+            fault,
+            gave_up: core::cell::Cell::new(false),
+        }
+    }
+
+    /// `look()`'s first `Some`, looking again after each [`Warp::spin`]; or
+    /// `None` once the wait has reached [`WAIT_BOUND_NS`], or at once if
+    /// this warp gave up before.
+    ///
+    /// # Safety
+    /// The fault word given to [`WaitBound::new`] is valid and 4-byte
+    /// aligned.
+    #[inline(always)]
+    pub unsafe fn wait<W: Warp, R>(&self, warp: &W, look: impl FnMut() -> Option<R>) -> Option<R> {
+        self.wait_with(|| warp.clock_ns(), || warp.spin(), look)
+    }
+
+    /// [`WaitBound::wait`] with the clock `clock_ns` (nanoseconds) and
+    /// `spin` between two looks, for a waiter that is no warp.
+    ///
+    /// # Safety
+    /// As [`WaitBound::wait`].
+    #[inline(always)]
+    pub unsafe fn wait_with<R>(
+        &self,
+        clock_ns: impl Fn() -> u64,
+        spin: impl Fn(),
+        mut look: impl FnMut() -> Option<R>,
+    ) -> Option<R> {
+        if let Some(found) = look() {
+            return Some(found);
+        }
+        if self.gave_up.get() {
+            return None;
+        }
+        let started = clock_ns();
+        loop {
+            spin();
+            if let Some(found) = look() {
+                return Some(found);
+            }
+            if clock_ns().wrapping_sub(started) > WAIT_BOUND_NS {
+                self.gave_up.set(true);
+                AtomicU32::from_ptr(self.fault).store(1, Ordering::Relaxed);
+                // Before anything this warp publishes after it: a warp
+                // that reads those (and fences) sees the fault too.
+                fence(Ordering::SeqCst);
+                return None;
+            }
+        }
+    }
+
+    /// Whether a wait of this launch gave up, as far as this warp has seen:
+    /// its own, or one recorded before values that this warp has read.
+    ///
+    /// # Safety
+    /// As [`WaitBound::wait`].
+    #[inline(always)]
+    pub unsafe fn faulted(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.gave_up.get() || AtomicU32::from_ptr(self.fault).load(Ordering::Relaxed) != 0
+    }
+}
+
 /// A value handed from one warp to another while both run, with the
 /// writer's tag: each 32-bit half of the value's bits travels in a 64-bit
 /// word whose other half is the tag, and every word is stored and loaded
@@ -215,8 +307,8 @@ pub trait Grid {
     unsafe fn sync(&self);
 }
 
-/// A generation-counting barrier of `parties` participants over two words
-/// of memory, `[count, generation]`, both zero before first use (and again
+/// A generation-counting barrier of `parties` participants over three words
+/// of memory, `[count, generation, fault]`, all zero before first use (and again
 /// zero and some generation after every completed barrier, so the words can
 /// serve any number of barriers and launches). Each participant (on the
 /// GPU: thread 0 of each block, after the block's barrier) reads the
@@ -229,12 +321,23 @@ pub trait Grid {
 /// whose writes it has observed, such as its block through the block
 /// barrier) is visible to every participant after it returns.
 ///
+/// A participant's wait is bounded by `bound` (whose fault word is
+/// `state[2]`), timed by `clock_ns`: a participant that never arrives makes
+/// the others give up (and the fault word say so) rather than hang.
+///
 /// # Safety
-/// `state` points to two `u32` used only by this barrier's participants;
-/// exactly `parties` participants call it each time, all of them resident
-/// at once (on the GPU: a cooperative launch).
+/// `state` points to three `u32` used only by this barrier's participants;
+/// `bound` is this participant's, over `state[2]`; exactly `parties`
+/// participants call it each time, all of them resident at once (on the
+/// GPU: a cooperative launch).
 #[inline(always)]
-pub unsafe fn generation_barrier(state: *mut u32, parties: u32, pause: impl Fn()) {
+pub unsafe fn generation_barrier(
+    state: *mut u32,
+    parties: u32,
+    bound: &WaitBound,
+    clock_ns: impl Fn() -> u64,
+    pause: impl Fn(),
+) {
     let count = AtomicU32::from_ptr(state);
     let generation = AtomicU32::from_ptr(state.add(1));
     // The current generation: it cannot advance before this participant
@@ -245,9 +348,9 @@ pub unsafe fn generation_barrier(state: *mut u32, parties: u32, pause: impl Fn()
         count.store(0, Ordering::Relaxed);
         generation.store(current.wrapping_add(1), Ordering::Release);
     } else {
-        while generation.load(Ordering::Acquire) == current {
-            pause();
-        }
+        let advanced = || (generation.load(Ordering::Acquire) != current).then_some(());
+        // Given up: the fault word says so, and the results are discarded.
+        let _ = bound.wait_with(clock_ns, pause, advanced);
     }
     fence(Ordering::SeqCst);
 }

@@ -5,7 +5,7 @@
 //! for the drivers, whose own contract is "all lanes (threads) of the warp
 //! (block) make the same calls in the same order".
 
-use super::{generation_barrier, Grid, Scope, Tagged, ThreadBlock, Warp, LANES};
+use super::{generation_barrier, Grid, Scope, Tagged, ThreadBlock, WaitBound, Warp, LANES};
 use crate::Real;
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _syncthreads, _thread_idx_x};
 use core::intrinsics::gpu::gpu_launch_sized_workgroup_mem;
@@ -289,12 +289,7 @@ impl<const N: usize> Warp for GpuSubWarp<N> {
     /// precondition.
     #[inline(always)]
     fn clock_ns(&self) -> u64 {
-        let now: u64;
-        // SAFETY: reading a special register has no precondition.
-        unsafe {
-            core::arch::asm!("mov.u64 {now}, %globaltimer;", now = out(reg64) now);
-        }
-        now
+        global_timer_ns()
     }
 
     #[inline(always)]
@@ -346,8 +341,34 @@ impl ThreadBlock for GpuBlock {
 /// host launches the kernel cooperatively (`cuLaunchCooperativeKernel`),
 /// with no more blocks than fit the GPU, which the driver checks.
 pub struct GpuGrid {
-    /// Two zeroed words in global memory.
-    pub barrier: *mut u32,
+    /// Three zeroed words in global memory: the barrier's count and
+    /// generation, and the fault word of its bound.
+    barrier: *mut u32,
+    bound: WaitBound,
+}
+
+impl GpuGrid {
+    /// The grid whose barrier is at `barrier` (three zeroed words of
+    /// global memory, shared by the launch).
+    #[inline(always)]
+    pub fn new(barrier: *mut u32) -> Self {
+        GpuGrid {
+            barrier,
+            // SAFETY of the later waits: the barrier's third word.
+            bound: WaitBound::new(barrier.wrapping_add(2)),
+        }
+    }
+}
+
+/// `mov.u64 %globaltimer` (sm_30 up): a nanosecond clock; no precondition.
+#[inline(always)]
+fn global_timer_ns() -> u64 {
+    let now: u64;
+    // SAFETY: reading a special register has no precondition.
+    unsafe {
+        core::arch::asm!("mov.u64 {now}, %globaltimer;", now = out(reg64) now);
+    }
+    now
 }
 
 impl Grid for GpuGrid {
@@ -366,7 +387,13 @@ impl Grid for GpuGrid {
     unsafe fn sync(&self) {
         _syncthreads();
         if _thread_idx_x() == 0 {
-            generation_barrier(self.barrier, _grid_dim_x() as u32, || {});
+            generation_barrier(
+                self.barrier,
+                _grid_dim_x() as u32,
+                &self.bound,
+                global_timer_ns,
+                || {},
+            );
         }
         _syncthreads();
     }

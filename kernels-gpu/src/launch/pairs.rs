@@ -5,7 +5,7 @@
 use super::{triangle_pair, Numbering};
 pub use crate::drivers::columns::gradient::panel_gradient_workspace;
 use crate::drivers::columns::gradient::{panel_gradient, store_len, GradientPanel};
-use crate::drivers::columns::long_pair::{pipelined_pair, PanelHandoff};
+use crate::drivers::columns::long_pair::{pipelined_pair, PanelHandoff, NO_STALL};
 use crate::drivers::columns::pair::warp_pair;
 use crate::drivers::columns::skewed::skewed_pair;
 use crate::drivers::rows::{pair_value, RowPair};
@@ -238,10 +238,14 @@ impl<T: Real, P: Recurrence<T>> PairsLaunch<T, P> {
         let a = self.a.series_of::<UNIVARIATE>(i);
         let b = self.b.series_of::<UNIVARIATE>(j);
         let base = self.border_of(index);
+        // The count's padding holds the fault word; a wait that gives up
+        // makes the pair's value NaN, which the host reports.
         let handoff = PanelHandoff {
             next_panel: base.cast::<u32>(),
             borders: base.cast::<u8>().add(PANEL_COUNT_BYTES).cast::<Tagged>(),
             last_row: null_mut(),
+            fault: base.cast::<u32>().add(1),
+            stall_panel: NO_STALL,
         };
         let value =
             pipelined_pair::<T, P, W, S>(warp, Scope::Block, &self.params, &a, &b, &handoff);
@@ -315,6 +319,10 @@ pub struct GradientBuffers<T> {
     /// outside the window stay 0). Null for the gradient kernels, which
     /// never read it.
     pub alignment: *mut T,
+    /// A zeroed word, set when a wait of the `panels_gradient` kernels'
+    /// warps for another's border gave up (`hw::WaitBound`); the host
+    /// reads it after the launch. Null for the kernels that never wait.
+    pub fault: *mut u32,
 }
 
 impl<T> GradientBuffers<T> {
@@ -327,6 +335,7 @@ impl<T> GradientBuffers<T> {
             grad_b: null_mut(),
             rings: null_mut(),
             alignment: null_mut(),
+            fault: null_mut(),
         }
     }
 }
@@ -464,7 +473,8 @@ impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
             GradientPanel::whole()
         } else {
             let base = pairs.workspace.add(index as usize * pairs.row_len as usize);
-            GradientPanel::in_workspace(base.cast(), (a.len, a.dims), (p, panels), width)
+            let fault = buffers.fault;
+            GradientPanel::in_workspace(base.cast(), (a.len, a.dims), (p, panels), width, fault)
         };
         let value = panel_gradient::<T, P, W, S>(
             warp,
@@ -476,7 +486,9 @@ impl<T: Real, P: Differentiable<T>> StencilLaunch<T, P> {
             grad_a,
             grad_b,
         );
-        if p + 1 == panels && warp.lane() == 0 {
+        // The last panel has the value; any panel whose wait gave up
+        // writes NaN in its place.
+        if (p + 1 == panels || value.to_f64().is_nan()) && warp.lane() == 0 {
             pairs.write(i, j, value);
         }
     }

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::AtomicU32;
 use std::sync::Barrier;
-use timewarp_kernels::hw::{generation_barrier, Grid};
+use timewarp_kernels::hw::{generation_barrier, Grid, WaitBound};
 
 /// Which barrier an emulated grid synchronises with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,8 +19,8 @@ pub enum BarrierKind {
 struct GridBarrier {
     kind: BarrierKind,
     std: Barrier,
-    /// `[count, generation]` of the generation barrier.
-    state: [AtomicU32; 2],
+    /// `[count, generation, fault]` of the generation barrier.
+    state: [AtomicU32; 3],
 }
 
 /// One thread of an emulated grid.
@@ -46,7 +46,14 @@ impl Grid for GridThread<'_> {
             }
             BarrierKind::Generation => {
                 let state = self.barrier.state.as_ptr() as *mut u32;
-                generation_barrier(state, self.threads as u32, std::thread::yield_now);
+                let bound = WaitBound::new(state.add(2));
+                generation_barrier(
+                    state,
+                    self.threads as u32,
+                    &bound,
+                    super::hardware::clock_ns,
+                    std::thread::yield_now,
+                );
             }
         }
     }
@@ -62,7 +69,7 @@ pub fn run_grid<R: Send>(
     let barrier = GridBarrier {
         kind,
         std: Barrier::new(threads),
-        state: [AtomicU32::new(0), AtomicU32::new(0)],
+        state: [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)],
     };
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)

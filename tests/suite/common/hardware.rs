@@ -67,6 +67,20 @@ impl<const N: usize> Warp for EmulatedLane<'_, N> {
         // As `spin`: let the host's writer and the relay run.
         std::thread::yield_now();
     }
+
+    fn clock_ns(&self) -> u64 {
+        clock_ns()
+    }
+}
+
+/// Nanoseconds since the first call in this process: the emulated warps'
+/// and grids' clock, which the device's bounded waits read.
+pub fn clock_ns() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
 }
 
 /// Plain data that the lanes' threads may share: the drivers take raw

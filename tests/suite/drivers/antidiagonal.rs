@@ -19,6 +19,7 @@
 
 use crate::common::driver::{assert_close, with_params, Measure, Pair};
 use crate::common::grid::{run_grid, BarrierKind};
+use crate::common::hardware::clock_ns;
 use crate::common::hardware::Shared;
 use crate::common::{error_scale, oracle_pair, tolerance};
 use ndarray::{Array1, Array2};
@@ -26,7 +27,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use timewarp_kernels::drivers::antidiagonal::{
     diagonal_cells, diagonal_pair, diagonal_value, Diagonals,
 };
-use timewarp_kernels::hw::generation_barrier;
+use timewarp_kernels::hw::{generation_barrier, WaitBound, WAIT_BOUND_NS};
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Recurrence, SetRef};
@@ -204,7 +205,7 @@ fn a_grid_wider_than_every_anti_diagonal() {
 fn the_generation_barrier_orders_every_round() {
     const THREADS: usize = 4;
     const ROUNDS: usize = 300;
-    let state = [AtomicU32::new(0), AtomicU32::new(0)];
+    let state = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
     let slots: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
     let state_ptr = Shared(state.as_ptr() as *mut u32);
     std::thread::scope(|scope| {
@@ -212,9 +213,16 @@ fn the_generation_barrier_orders_every_round() {
             let slots = &slots;
             scope.spawn(move || {
                 let wait = || {
-                    // SAFETY: two u32 words used only by these threads.
+                    // SAFETY: three u32 words used only by these threads.
                     unsafe {
-                        generation_barrier(state_ptr.get(), THREADS as u32, std::thread::yield_now)
+                        let bound = WaitBound::new(state_ptr.get().add(2));
+                        generation_barrier(
+                            state_ptr.get(),
+                            THREADS as u32,
+                            &bound,
+                            clock_ns,
+                            std::thread::yield_now,
+                        )
                     }
                 };
                 for round in 1..=ROUNDS {
@@ -232,9 +240,51 @@ fn the_generation_barrier_orders_every_round() {
             });
         }
     });
-    // After complete barriers the count is back to zero.
+    // After complete barriers the count is back to zero, and no wait gave
+    // up.
     assert_eq!(state[0].load(Ordering::Relaxed), 0);
     assert_eq!(state[1].load(Ordering::Relaxed), 2 * ROUNDS as u32);
+    assert_eq!(state[2].load(Ordering::Relaxed), 0);
+}
+
+/// A participant that never arrives does not hang the others: each gives
+/// up once its wait passes the bound (`WAIT_BOUND_NS`), the fault word
+/// says so, and later barriers no longer wait for it.
+#[test]
+fn the_generation_barrier_gives_up_on_a_missing_participant() {
+    const THREADS: usize = 3;
+    let state = [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)];
+    let state_ptr = Shared(state.as_ptr() as *mut u32);
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        // Thread THREADS - 1 of the barrier's parties never arrives.
+        for _ in 0..THREADS - 1 {
+            scope.spawn(move || {
+                // SAFETY: three u32 words used only by these threads.
+                unsafe {
+                    let bound = WaitBound::new(state_ptr.get().add(2));
+                    for _ in 0..5 {
+                        generation_barrier(
+                            state_ptr.get(),
+                            THREADS as u32,
+                            &bound,
+                            clock_ns,
+                            std::thread::yield_now,
+                        );
+                    }
+                }
+            });
+        }
+    });
+    let waited = started.elapsed();
+    assert_eq!(state[2].load(Ordering::Relaxed), 1, "the fault word is set");
+    let bound = std::time::Duration::from_nanos(WAIT_BOUND_NS);
+    // One bound for the first barrier, none for the four after it.
+    assert!(
+        waited >= bound,
+        "gave up after {waited:?}, before the bound"
+    );
+    assert!(waited < 3 * bound, "waited {waited:?}: more than one bound");
 }
 
 /// A batch as the kernels see it, in host memory.

@@ -11,7 +11,7 @@
 use crate::common::driver::{assert_close, with_params, Measure, Pair};
 use crate::common::hardware::{run_warp, run_warps, Shared};
 use timewarp_kernels::drivers::columns::long_pair::{
-    diagonal_tiles, pipelined_pair, tile_counts, warp_tile, PanelHandoff, TileGrid,
+    diagonal_tiles, pipelined_pair, tile_counts, warp_tile, PanelHandoff, TileGrid, NO_STALL,
 };
 use timewarp_kernels::drivers::columns::pair::warp_pair;
 use timewarp_kernels::drivers::columns::skewed::skewed_pair;
@@ -108,12 +108,14 @@ fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
 ) -> f64 {
     let (a, b) = pair.series();
     let mut borders: Vec<Tagged> = vec![[0; 2]; 2 * (a.len + 1)];
-    let mut next_panel = 0u32;
+    let (mut next_panel, mut fault) = (0u32, 0u32);
     let mut last_row = vec![f64::NAN; b.len + 1];
     let pipeline = PanelHandoff {
         borders: borders.as_mut_ptr(),
         next_panel: &mut next_panel,
         last_row: last_row.as_mut_ptr(),
+        fault: &mut fault,
+        stall_panel: NO_STALL,
     };
     let shared = Shared((a, b, pipeline));
     let values = run_warps::<N, _>(warps, |warp| {
@@ -122,6 +124,7 @@ fn in_pipeline<M: Recurrence<f64> + Sync, const N: usize, const S: usize>(
         unsafe { pipelined_pair::<f64, M, _, S>(warp, Scope::Launch, measure, &a, &b, &pipeline) }
     });
     let done: Vec<f64> = values.into_iter().flatten().collect();
+    assert_eq!(fault, 0, "no wait gave up");
     assert_eq!(done.len(), 1, "exactly one warp does the last band");
     // The last row ends in the pair's value (the window always holds the
     // last cell), bit for bit.
@@ -485,5 +488,54 @@ fn the_panels_launch_matches_the_oracle() {
                 assert_close(&context, got, expected);
             }
         }
+    }
+}
+
+/// A panel that never publishes its border (the test hook of
+/// `PanelHandoff::stall_panel`) does not hang the pipeline: the warp of the
+/// next panel waits until its bound (`WAIT_BOUND_NS`), records the fault,
+/// and the launch runs to its end within about one bound, the pair's value
+/// NaN. Without the bound the warp behind it would wait forever.
+#[test]
+fn a_panel_that_never_publishes_ends_in_a_fault_within_the_bound() {
+    let pair = Pair::random(77, 40, 32, 1);
+    let (a, b) = pair.series();
+    let params = timewarp_kernels::DtwParams::new(None);
+    for stall_panel in [0u32, 2] {
+        let mut borders: Vec<Tagged> = vec![[0; 2]; 2 * (a.len + 1)];
+        let (mut next_panel, mut fault) = (0u32, 0u32);
+        let handoff = PanelHandoff {
+            borders: borders.as_mut_ptr(),
+            next_panel: &mut next_panel,
+            last_row: std::ptr::null_mut(),
+            fault: &mut fault,
+            stall_panel,
+        };
+        let shared = Shared((a, b, handoff));
+        let started = std::time::Instant::now();
+        // Panels of 4 lanes x 2 columns: 4 panels, 4 warps.
+        let values = run_warps::<4, _>(4, |warp| {
+            let (a, b, handoff) = shared.get();
+            // SAFETY: the handoff's arrays have the documented sizes, zeroed.
+            unsafe {
+                pipelined_pair::<f64, _, _, 2>(warp, Scope::Launch, &params, &a, &b, &handoff)
+            }
+        });
+        let waited = started.elapsed();
+        let done: Vec<f64> = values.into_iter().flatten().collect();
+        assert_eq!(
+            fault, 1,
+            "panel {stall_panel} stalled: the fault word is set"
+        );
+        assert!(
+            done.len() == 1 && done[0].is_nan(),
+            "the value is NaN: {done:?}"
+        );
+        let bound = std::time::Duration::from_nanos(timewarp_kernels::hw::WAIT_BOUND_NS);
+        assert!(
+            waited >= bound,
+            "gave up after {waited:?}, before the bound"
+        );
+        assert!(waited < 3 * bound, "waited {waited:?}: more than one bound");
     }
 }

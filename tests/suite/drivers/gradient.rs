@@ -193,6 +193,7 @@ fn launched<const N: usize, const S: usize, const WARPS: usize>(
     let workspace_len = borders * pairs.len();
     let mut workspace = vec![0.0f64; workspace_len + GUARD];
     let mut out = vec![f64::NAN; pairs.len()];
+    let mut fault = 0u32;
     let (mut grad_x, mut grad_y) = (vec![0.0; xs.len()], vec![0.0; ys.len()]);
     let set = |values: &[f64], offsets: &[u64]| SetRef {
         values: values.as_ptr(),
@@ -227,6 +228,7 @@ fn launched<const N: usize, const S: usize, const WARPS: usize>(
             },
             rings: null_mut(),
             alignment: null_mut(),
+            fault: &mut fault,
         },
     };
     let launch = Shared(launch);
@@ -241,6 +243,7 @@ fn launched<const N: usize, const S: usize, const WARPS: usize>(
             unsafe { launch.run_gradient_in_panels::<_, S, WARPS, false>(warp, index as u64) }
         }
     });
+    assert_eq!(fault, 0, "no wait of the panels gave up");
     assert!(
         store[store_len..].iter().all(|v| v.is_nan()),
         "the launch wrote past its store"

@@ -12,7 +12,7 @@ use crate::common::hardware::{run_warps, Shared};
 use timewarp::{
     CpuLastColumn, DtwPair, LastColumn, Pass, PassSeries, PathPair, SubPair, Twed, TwedPair,
 };
-use timewarp_kernels::drivers::columns::long_pair::{pipelined_pair, PanelHandoff};
+use timewarp_kernels::drivers::columns::long_pair::{pipelined_pair, PanelHandoff, NO_STALL};
 use timewarp_kernels::hw::{Scope, Tagged};
 use timewarp_kernels::{Recurrence, Series};
 
@@ -49,12 +49,14 @@ fn emulated_column<P: Recurrence<f64> + Copy + Sync>(
         view(series, x, pass.rows.clone()),
     );
     let mut borders: Vec<Tagged> = vec![[0; 2]; 2 * (a.len + 1)];
-    let mut next_panel = 0u32;
+    let (mut next_panel, mut fault) = (0u32, 0u32);
     let mut last_row = vec![f64::NAN; b.len + 1];
     let handoff = PanelHandoff {
         borders: borders.as_mut_ptr(),
         next_panel: &mut next_panel,
         last_row: last_row.as_mut_ptr(),
+        fault: &mut fault,
+        stall_panel: NO_STALL,
     };
     let params = series.params();
     let shared = Shared((a, b, handoff));

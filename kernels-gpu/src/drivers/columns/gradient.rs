@@ -39,7 +39,7 @@
 
 use super::{settle, stripe_row};
 use crate::drivers::stripe_cell;
-use crate::hw::{tagged, Scope, Tagged, Warp};
+use crate::hw::{tagged, Scope, Tagged, WaitBound, Warp};
 use crate::series::specialised;
 use crate::{Differentiable, Neighbours, Real, Series, Window};
 use core::array::from_fn;
@@ -94,6 +94,10 @@ pub struct GradientPanel<T> {
     pub row_shares: *mut T,
     /// The warps of the pair's panels: one block's, or the launch's.
     pub scope: Scope,
+    /// A zeroed word that records a wait for a border that gave up
+    /// ([`WaitBound`]); the host reads it after the launch. Null for a
+    /// panel that waits for none (the whole pair in one).
+    pub fault: *mut u32,
 }
 
 /// The borders between panels `q` and `q + 1` of a `panels_gradient`
@@ -151,12 +155,14 @@ impl<T> GradientPanel<T> {
             to_left: null_mut(),
             row_shares: null_mut(),
             scope: Scope::Block,
+            fault: null_mut(),
         }
     }
 
     /// Panel `p` of a pair's `panels` (of `width` columns) whose borders
     /// are in the workspace at `base` (16-byte aligned), for series `a` of
-    /// `a_len` samples of `dims` values, the panels' warps in one block.
+    /// `a_len` samples of `dims` values, the panels' warps in one block,
+    /// their waits' failures recorded in `fault`.
     ///
     /// # Safety
     /// The workspace holds [`panel_gradient_workspace`] values for at least
@@ -167,6 +173,7 @@ impl<T> GradientPanel<T> {
         (a_len, dims): (usize, usize),
         (p, panels): (usize, usize),
         width: usize,
+        fault: *mut u32,
     ) -> Self {
         let boundary = |q: usize| PanelBoundary::<T>::at(base, a_len, dims, q);
         let (before, after) = (boundary(p.max(1) - 1), boundary(p));
@@ -179,6 +186,7 @@ impl<T> GradientPanel<T> {
             to_left: if first { null_mut() } else { before.backward },
             row_shares: if first { null_mut() } else { before.shares },
             scope: Scope::Block,
+            fault,
         }
     }
 }
@@ -243,7 +251,13 @@ pub unsafe fn panel_gradient<T: Real, M: Differentiable<T>, W: Warp, const S: us
             let sweep = Sweep::<T, M, W, S>::new(warp, measure, a, b, panel, store);
             let value = sweep.forward();
             sweep.backward(grad_a, grad_b);
-            value
+            // A wait that gave up (this warp's, or one before values it
+            // read): the pair's value is NaN, which the host reports.
+            if !panel.fault.is_null() && sweep.bound.faulted() {
+                T::NAN
+            } else {
+                value
+            }
         },
     )
 }
@@ -266,6 +280,8 @@ struct Sweep<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> {
     /// The matrix column of the stripe's first cell.
     first: usize,
     columns: [M::Column; S],
+    /// The bound on the waits for the borders (over `panel.fault`).
+    bound: WaitBound,
 }
 
 impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M, W, S> {
@@ -296,6 +312,7 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
             first,
             // Columns past the last repeat it, keeping the loads in bounds.
             columns: from_fn(|k| measure.column(b, (first + k).min(b.len))),
+            bound: WaitBound::new(panel.fault),
         }
     }
 
@@ -362,7 +379,7 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
             }
             let left = if follows {
                 let border = panel.left.add(r + 1);
-                let value = settle(warp, panel.scope, border, next_left, PANEL_TAG);
+                let value = settle(warp, panel.scope, border, next_left, PANEL_TAG, &self.bound);
                 let next = panel.left.add((r + 2).min(a.len));
                 next_left = warp.load_tagged(panel.scope, next);
                 value
@@ -482,7 +499,8 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
                 let border = next_border;
                 next_border = fetch_border(r.max(1) - 1);
                 let at = |v: usize| panel.from_right.add(r * border_row + v);
-                let settled = |v: usize| settle(warp, panel.scope, at(v), border[v], PANEL_TAG);
+                let settled =
+                    |v: usize| settle(warp, panel.scope, at(v), border[v], PANEL_TAG, &self.bound);
                 let share = if univariate { settled(2) } else { T::ZERO };
                 (settled(0), settled(1), share)
             } else if last_working {
@@ -564,7 +582,8 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
                     if follows {
                         let at = panel.from_right.add(r * border_row + 2 + d);
                         let words = warp.load_tagged(panel.scope, at);
-                        share = share + settle(warp, panel.scope, at, words, PANEL_TAG);
+                        share =
+                            share + settle(warp, panel.scope, at, words, PANEL_TAG, &self.bound);
                     }
                     let to_a = row_sums.add(r * dims + d);
                     let sum = *to_a + share;

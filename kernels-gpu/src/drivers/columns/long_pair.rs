@@ -4,7 +4,7 @@
 
 use super::pair::{panel_corner, panel_region};
 use super::{settle, warp_region, Region};
-use crate::hw::{broadcast_u32, Scope, Tagged, Warp};
+use crate::hw::{broadcast_u32, Scope, Tagged, WaitBound, Warp};
 use crate::{Real, Recurrence, Series};
 use core::ptr::{null, null_mut};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -101,14 +101,24 @@ pub unsafe fn warp_tile<T: Real, M: Recurrence<T>, W: Warp, const S: usize>(
 /// of panels taken. `last_row`, if not null (`b.len + 1` values), receives
 /// the matrix's last row: cell `(a.len, j)` at index `j` for every column
 /// `j` whose panel reaches that row (the alignment paths' divide and
-/// conquer reads it).
+/// conquer reads it). `fault`, a zeroed word, records a wait that gave up
+/// ([`WaitBound`]): the pair's value is then NaN, and the host reports it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PanelHandoff<T> {
     pub borders: *mut Tagged,
     pub next_panel: *mut u32,
     pub last_row: *mut T,
+    pub fault: *mut u32,
+    /// A test hook: the panel of this index never publishes its right
+    /// border, as a broken warp would not, so that the warp of the panel
+    /// to its right waits until its bound; [`NO_STALL`] for none.
+    pub stall_panel: u32,
 }
+
+/// [`PanelHandoff::stall_panel`] of every launch but the tests' of the
+/// bound.
+pub const NO_STALL: u32 = u32::MAX;
 
 /// One long pair by all the warps of a launch at once: the matrix is cut
 /// into panels of `lanes * S` columns, each a single region of all rows. A
@@ -142,6 +152,7 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
     let border = |panel: usize| handoff.borders.add((panel % 2) * (a.len + 1));
     // Panel `k`'s tag: never 0, the zeroed border's.
     let tag = |panel: usize| panel as u32 + 1;
+    let bound = WaitBound::new(handoff.fault);
     let mut value = None;
     loop {
         let taken = if warp.lane() == 0 {
@@ -169,7 +180,7 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
             panel_corner(measure, a, b, &region, |i| {
                 let cell = border(panel - 1).add(i);
                 let words = warp.load_tagged(scope, cell);
-                settle(warp, scope, cell, words, tag(panel - 1))
+                settle(warp, scope, cell, words, tag(panel - 1), &bound)
             })
         };
         let region = Region {
@@ -177,7 +188,11 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
             left_tagged: if first { null() } else { border(panel - 1) },
             // Panel 0 has no left border: its tag is never read.
             left_tag: if first { 0 } else { tag(panel - 1) },
-            right_tagged: if last { null_mut() } else { border(panel) },
+            right_tagged: if last || panel as u32 == handoff.stall_panel {
+                null_mut()
+            } else {
+                border(panel)
+            },
             right_tag: tag(panel),
             scope,
             bottom: if region.row0 + region.rows == a.len {
@@ -185,11 +200,14 @@ pub unsafe fn pipelined_pair<T: Real, M: Recurrence<T>, W: Warp, const S: usize>
             } else {
                 null_mut()
             },
+            bound: &bound,
             ..region
         };
         let result = warp_region::<T, M, W, S>(warp, measure, a, b, &region);
         if last {
-            value = Some(result);
+            // The last panel follows every other: a wait of any of them
+            // that gave up did so before values this warp has read.
+            value = Some(if bound.faulted() { T::NAN } else { result });
         }
     }
 }

@@ -24,7 +24,7 @@ pub mod pair;
 pub mod skewed;
 
 use super::stripe_cell;
-use crate::hw::{tagged, untagged, Scope, Tagged, Warp};
+use crate::hw::{tagged, untagged, Scope, Tagged, WaitBound, Warp};
 use crate::series::specialised;
 use crate::{Neighbours, Real, Recurrence, Series, Window};
 use core::array::from_fn;
@@ -74,6 +74,9 @@ pub struct Region<T> {
     /// The warps that share the tagged borders: those of one block, or of
     /// the whole launch.
     pub scope: Scope,
+    /// The bound on this warp's waits for `left_tagged` (see [`settle`]);
+    /// null when there is none to wait for.
+    pub bound: *const WaitBound,
 }
 
 impl<T: Real> Region<T> {
@@ -97,6 +100,7 @@ impl<T: Real> Region<T> {
             right_tagged: null_mut(),
             right_tag: 0,
             scope: Scope::Launch,
+            bound: null(),
         }
     }
 }
@@ -226,26 +230,28 @@ const fn handoff_rows<W: Warp>() -> usize {
 
 /// The value at `border` once it carries `tag`: loads it again (and again)
 /// while the writer has not got there, starting from `words`, already
-/// loaded.
+/// loaded; NaN if the wait gives up (`bound`, which records it).
 ///
 /// # Safety
 /// `border` is valid and 16-byte aligned; its writer runs meanwhile, or is
-/// done.
+/// done; `bound`'s fault word is valid.
 #[inline(always)]
 pub(super) unsafe fn settle<T: Real, W: Warp>(
     warp: &W,
     scope: Scope,
     border: *const Tagged,
-    mut words: Tagged,
+    words: Tagged,
     tag: u32,
+    bound: &WaitBound,
 ) -> T {
-    loop {
-        if let Some(value) = untagged(words, tag) {
-            return value;
-        }
-        warp.spin();
-        words = warp.load_tagged(scope, border);
-    }
+    let mut words = Some(words);
+    let arrived = || {
+        let loaded = words
+            .take()
+            .unwrap_or_else(|| warp.load_tagged(scope, border));
+        untagged(loaded, tag)
+    };
+    bound.wait(warp, arrived).unwrap_or(T::NAN)
 }
 
 /// One lane's part of a region while the wavefront sweeps it (see
@@ -330,6 +336,7 @@ impl<'a, T: Real, M: Recurrence<T>, W: Warp, const S: usize> Wavefront<'a, T, M,
                 region.left_tagged.add(i),
                 self.next_tagged,
                 region.left_tag,
+                &*region.bound,
             ),
             Some(_) => self.next_value,
             None => T::INFINITY,
