@@ -73,9 +73,9 @@ pub use ptx::{
 };
 pub use select::local_max_len;
 pub use setup::{setup_steps, SetupKind, SetupStep};
-pub use streamed::this_thread_streamed_calls;
 #[doc(hidden)]
 pub use streamed::{inject_streamed_fault, StreamedFault};
+pub use streamed::{streamed_fallbacks, this_thread_streamed_calls};
 pub use wait::device_wait_bound;
 
 pub(crate) use alignment::pair_alignment;

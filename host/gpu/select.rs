@@ -252,9 +252,7 @@ pub(crate) fn warp_kernel(
     let row_len = a_len.max(b_len) + 1;
     let band = band_width.and_then(|width| band_shape(measure, width, a_len, b_len));
     let panels = b_len > LANES * warp_stripes(measure).last().copied().unwrap_or(1);
-    // The skewed driver computes every row of every panel: in a band it
-    // would compute the whole matrix, where the column driver computes
-    // only the rows the band reaches in each panel.
+    // The skewed driver computes every row: banded pairs take the others.
     let skewed = skewed_shape(measure, b_len)
         .filter(|_| pairs < schedulers && panels && band_width.is_none());
     let driver = match (band, skewed) {
@@ -289,47 +287,6 @@ pub(crate) fn warp_kernel(
         id: KernelId::new(measure, driver, dims == 1, precision),
         lanes,
         workspace_per_pair,
-    }
-}
-
-/// The wavefront steps of a warp kernel of `driver` for one pair of `n`
-/// rows and `m` columns, in a band of `(below, above)` diagonals if any:
-/// each step is a chain of `stripe` cells (`groups * chain` for the skewed
-/// driver) in every lane. The sheared driver steps through the rows once;
-/// the column driver through the rows that the band reaches in each panel
-/// (`Window::rows`), its wavefront filling and draining in each; the
-/// skewed driver through every row of each panel.
-#[cfg(test)]
-pub(crate) fn warp_steps(
-    driver: Driver,
-    n: usize,
-    m: usize,
-    band: Option<(usize, usize)>,
-) -> usize {
-    let band_rows = |first: usize, last: usize| match band {
-        // Rows `j - above ..= j + below` meet column `j` (`band_rows`).
-        Some((below, above)) => (last + below).min(n) + 1 - first.saturating_sub(above).max(1),
-        None => n,
-    };
-    let all_rows = |_: usize, _: usize| n;
-    let panels = |width: usize, lanes: usize, rows: &dyn Fn(usize, usize) -> usize| -> usize {
-        (0..m.div_ceil(width))
-            .map(|p| rows(p * width + 1, ((p + 1) * width).min(m)) + lanes - 1)
-            .sum()
-    };
-    match driver {
-        Driver::Sheared { stripe, .. } => {
-            let (below, above) = band.unwrap_or((n, m));
-            n + (below + above + 1).div_ceil(stripe as usize) - 1
-        }
-        Driver::Warp { lanes, stripe } => {
-            panels((lanes * stripe) as usize, lanes as usize, &band_rows)
-        }
-        Driver::Skewed { groups, chain } => {
-            let lanes = LANES * groups as usize;
-            panels(lanes * chain as usize, lanes, &all_rows)
-        }
-        _ => unreachable!("warp kernels only"),
     }
 }
 

@@ -79,6 +79,18 @@ pub fn this_thread_streamed_calls() -> u64 {
     STREAMED_CALLS.with(Cell::get)
 }
 
+/// Streamed calls of this process whose kernel gave up waiting for the
+/// host (a warp waited past its patience) and whose pairs were then
+/// computed the ordinary way: the streamed path's documented fallback,
+/// counted so that a slow host shows (`timewarp bench` reports it).
+static STREAMED_FALLBACKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many streamed calls of this process fell back to computing their
+/// pairs the ordinary way because the kernel gave up waiting for the host.
+pub fn streamed_fallbacks() -> u64 {
+    STREAMED_FALLBACKS.load(Ordering::Relaxed)
+}
+
 /// A fault of a streamed call, for tests ([`inject_streamed_fault`]).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,6 +328,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
             // Some pairs have no value: the ordinary way, once the kernel
             // has ended.
             wait_stream(&stream, "the streamed paired kernel")?;
+            STREAMED_FALLBACKS.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         }
         // SAFETY: every pair's warp wrote its value before the last of them

@@ -16,11 +16,15 @@ use std::time::{Duration, Instant};
 const DEFAULT_BOUND: Duration = Duration::from_secs(600);
 
 /// Busy polling for this long first: most waits end within it, and a
-/// sleep would add its own latency.
-const SPIN: Duration = Duration::from_micros(200);
+/// sleep would add its own latency (as the driver's own synchronisation
+/// spins while the host has cores to spare).
+const SPIN: Duration = Duration::from_millis(2);
 
-/// The longest sleep between two polls after that.
-const LONGEST_SLEEP: Duration = Duration::from_millis(1);
+/// Then yielding the core between polls, up to this long.
+const YIELD: Duration = Duration::from_millis(50);
+
+/// Then a sleep between polls: a wait this long is not worth a core.
+const SLEEP: Duration = Duration::from_micros(200);
 
 /// How long the host waits for the device before it gives up with
 /// [`Error::DeviceWait`]: `TIMEWARP_DEVICE_WAIT_SECONDS` if set (a positive
@@ -44,7 +48,6 @@ fn poll(
 ) -> Result<()> {
     let started = Instant::now();
     let bound = device_wait_bound();
-    let mut sleep = Duration::from_micros(20);
     loop {
         if done().map_err(gpu_error)? {
             return Ok(());
@@ -61,9 +64,10 @@ fn poll(
         }
         if waited < SPIN {
             std::hint::spin_loop();
+        } else if waited < YIELD {
+            std::thread::yield_now();
         } else {
-            std::thread::sleep(sleep);
-            sleep = (sleep * 2).min(LONGEST_SLEEP);
+            std::thread::sleep(SLEEP);
         }
     }
 }

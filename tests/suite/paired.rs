@@ -888,11 +888,17 @@ fn streamed_host_batches(options: ComputeOptions) {
     assert_eq!(soft_dtw_pairs(&x, &y, soft, &options).unwrap(), expected);
     assert_eq!(runtime::this_thread_streamed_calls(), before + 1);
     runtime::inject_streamed_fault(runtime::StreamedFault::StallBeforeLastChunk);
+    let fallbacks = runtime::streamed_fallbacks();
     assert_eq!(soft_dtw_pairs(&x, &y, soft, &options).unwrap(), expected);
     assert_eq!(
         runtime::this_thread_streamed_calls(),
         before + 1,
         "the kernel gave up, the call did not stream"
+    );
+    // Other threads' calls may fall back too, never fewer.
+    assert!(
+        runtime::streamed_fallbacks() > fallbacks,
+        "the fallback is counted"
     );
 }
 
