@@ -215,6 +215,8 @@ BAD_INPUTS = [
     ("band", lambda: timewarp.soft_dtw(np.zeros((2, 3)), np.zeros((2, 3)), band=10**30)),
     ("band", lambda: timewarp.dtw_path(np.zeros(3), np.zeros(3), band=2**64)),
     ("degree", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", degree=10**400)),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=10**5000)),
+    ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=-(10**5000))),
     ("nu", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", nu=10**400)),
     ("lmbda", lambda: timewarp.twed_path(np.zeros(3), np.zeros(3), lmbda=-(10**400))),
     ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=10**400)),

@@ -86,6 +86,8 @@ def test_estimator_api():
     [
         (lambda: KNeighborsClassifier(n_neighbors=0).fit(np.zeros((2, 3)), [0, 1]), "n_neighbors"),
         (lambda: KNeighborsClassifier(n_neighbors=3).fit(np.zeros((2, 3)), [0, 1]), "n_neighbors"),
+        (lambda: KNeighborsClassifier(n_neighbors=10**5000).fit(np.zeros((2, 3)), [0, 1]), "bits"),
+        (lambda: KNeighborsClassifier(n_neighbors=True).fit(np.zeros((2, 3)), [0, 1]), "integer"),
         (lambda: KNeighborsClassifier(weights="x").fit(np.zeros((2, 3)), [0, 1]), "weights"),
         (lambda: KNeighborsClassifier(metric="x").fit(np.zeros((2, 3)), [0, 1]), "metric"),
         (lambda: KNeighborsClassifier().fit(np.zeros((2, 3)), [0, 1, 2]), "one label each"),

@@ -41,9 +41,17 @@ def _band(band: Optional[int]) -> Optional[int]:
     band = int(band)
     if not 0 <= band <= _BAND_MAX:
         raise TimewarpError(
-            f"band = {band}: the Sakoe-Chiba radius must be between 0 and {_BAND_MAX}"
+            f"band = {_shown(band)}: the Sakoe-Chiba radius must be between 0 and {_BAND_MAX}"
         )
     return band
+
+
+def _shown(value: Any) -> str:
+    """`value` for a message: integers of more than 30 digits by their size
+    (Python refuses to print those of more than 4300)."""
+    if isinstance(value, (int, np.integer)) and abs(int(value)).bit_length() > 100:
+        return f"an integer of {abs(int(value)).bit_length()} bits"
+    return repr(value)
 
 
 def _float(name: str, value: Any) -> float:
@@ -52,7 +60,7 @@ def _float(name: str, value: Any) -> float:
     try:
         return float(value)
     except OverflowError:
-        raise TimewarpError(f"{name} = {value!r} is too large") from None
+        raise TimewarpError(f"{name} = {_shown(value)} is too large for a float") from None
     except (TypeError, ValueError):
         raise TimewarpError(f"{name} = {value!r} is not a number") from None
 

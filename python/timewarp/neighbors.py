@@ -8,7 +8,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _inputs
-from ._core import _band, _float, _metric
+from ._core import _band, _float, _metric, _shown
 from ._timewarp import Resident, TimewarpError
 
 try:  # scikit-learn's base classes when it is installed (clone, pipelines, grid search)
@@ -85,7 +85,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> KNeighborsClassifier:
         k = self.n_neighbors
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise TimewarpError(f"n_neighbors = {self.n_neighbors!r}: must be an integer >= 1")
+            raise TimewarpError(f"n_neighbors = {_shown(k)}: must be an integer >= 1")
         if self.weights not in ("uniform", "distance"):
             raise TimewarpError(f"weights {self.weights!r}: expected 'uniform' or 'distance'")
         _metric(self.metric)
@@ -97,7 +97,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
             )
         if self.n_neighbors > train.count:
             raise TimewarpError(
-                f"n_neighbors = {self.n_neighbors} but only {train.count} training series"
+                f"n_neighbors = {_shown(self.n_neighbors)} but only {train.count} training series"
             )
         self.classes_, self._encoded = np.unique(labels, return_inverse=True)
         self._dtype = _inputs.common_dtype(self.precision, train)
@@ -148,7 +148,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
             or not 1 <= k <= len(resident)
         ):
             raise TimewarpError(
-                f"n_neighbors = {k!r}: must be an integer between 1 and {len(resident)}"
+                f"n_neighbors = {_shown(k)}: must be an integer between 1 and {len(resident)}"
             )
         queries = _inputs.batch(X, "X")
         distances, indices = resident.kneighbors(
