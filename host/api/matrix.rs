@@ -54,7 +54,8 @@ fn check_dims(first: usize, second: usize) -> Result<()> {
 ///
 /// Errors: samples of different dimensions, no usable GPU when
 /// [`Device::Gpu`] was asked for, a failing device, a result that overflowed
-/// the precision.
+/// the precision, a matrix too large for the host's memory
+/// ([`Error::OutOfMemory`], before any work).
 pub fn distance_matrix<T: Float>(
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
