@@ -45,6 +45,14 @@ pub enum Error {
         line: Option<usize>,
         message: String,
     },
+    /// A result too large for the host's memory, refused before any work
+    /// instead of aborting the process.
+    #[error("out of memory: the {rows} x {cols} result needs {bytes} bytes, more than the host can allocate")]
+    OutOfMemory {
+        rows: usize,
+        cols: usize,
+        bytes: u128,
+    },
     /// The computation was stopped by [`crate::interrupt`] (e.g. Ctrl-C).
     #[error("interrupted")]
     Interrupted,

@@ -1,8 +1,38 @@
-//! What the paired Soft-DTW computations return, shared by the backends
-//! that compute them and the API that assembles them.
+//! What the computations return, shared by the backends that compute them
+//! and the API that assembles them: result matrices, and the paired
+//! Soft-DTW values and gradients.
 
-use crate::Float;
+use crate::{Error, Float, Result};
+use cudarc::driver::ValidAsZeroBits;
 use ndarray::{Array1, Array2, Array3, ArrayView2, ArrayView3};
+
+/// A `rows x cols` result of zeros, or [`Error::OutOfMemory`] where the host
+/// cannot allocate it: every result matrix is allocated here, so that a
+/// result too large is an error instead of an aborted process. Its pages
+/// are zeroed by the OS when first written, as `vec![0.0; n]`'s are (the
+/// GPU pipeline writes each tile's part while the GPU computes it).
+pub(crate) fn zeros<T: ValidAsZeroBits>(rows: usize, cols: usize) -> Result<Array2<T>> {
+    let out_of_memory = || Error::OutOfMemory {
+        rows,
+        cols,
+        bytes: rows as u128 * cols as u128 * std::mem::size_of::<T>() as u128,
+    };
+    const { assert!(std::mem::size_of::<T>() > 0, "results are numbers") };
+    let len = rows.checked_mul(cols).ok_or_else(out_of_memory)?;
+    if len == 0 {
+        return Ok(Array2::from_shape_vec((rows, cols), Vec::new()).expect("no values"));
+    }
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| out_of_memory())?;
+    // SAFETY: the layout's size is not 0 (`len` values of a sized type).
+    let values = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if values.is_null() {
+        return Err(out_of_memory());
+    }
+    // SAFETY: allocated by the global allocator with the layout of `len`
+    // values of `T`, all zero bits, which are a valid `T`.
+    let values = unsafe { Vec::from_raw_parts(values, len, len) };
+    Ok(Array2::from_shape_vec((rows, cols), values).expect("rows x cols values"))
+}
 
 /// Values and gradients of paired batches.
 #[derive(Clone, Debug, PartialEq)]
@@ -183,8 +213,30 @@ pub(crate) struct PairedGradients<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::BatchGradient;
+    use super::{zeros, BatchGradient};
+    use crate::Error;
     use ndarray::array;
+
+    #[test]
+    fn results_are_zeros_or_an_error_naming_their_size() {
+        assert_eq!(
+            zeros::<f64>(2, 3).unwrap(),
+            ndarray::Array2::<f64>::zeros((2, 3))
+        );
+        assert_eq!(zeros::<f32>(0, 4).unwrap().shape(), &[0, 4]);
+        assert_eq!(zeros::<usize>(3, 1).unwrap().sum(), 0);
+        // More elements than a usize counts, and more bytes than an
+        // allocation may have: errors, not aborts.
+        for (rows, cols, bytes) in [(1 << 40, 1 << 40, 1u128 << 83), (1 << 31, 1 << 30, 1 << 64)] {
+            let error = zeros::<f64>(rows, cols).unwrap_err();
+            assert!(
+                matches!(error, Error::OutOfMemory { rows: r, cols: c, bytes: b }
+                    if (r, c, b) == (rows, cols, bytes)),
+                "{error:?}"
+            );
+            assert!(error.to_string().contains(&bytes.to_string()), "{error}");
+        }
+    }
 
     /// Series of 2, 0 and 3 samples of 2 values, offsets from 5 (a slice
     /// of a larger batch): each series' block, the flat values, no

@@ -12,7 +12,7 @@ use crate::{
     Variant,
 };
 use ndarray::{Array2, ArrayView2};
-use timewarp_kernels::{DtwParams, SoftDtwParams, TwedParams};
+use timewarp_kernels::{DtwParams, Measure, SoftDtwParams, TwedParams};
 
 /// `$body` with `$params` bound to the kernel parameters of `$metric` in
 /// precision `$t` (a different type for each measure).
@@ -54,7 +54,8 @@ fn check_dims(first: usize, second: usize) -> Result<()> {
 ///
 /// Errors: samples of different dimensions, no usable GPU when
 /// [`Device::Gpu`] was asked for, a failing device, a result that overflowed
-/// the precision.
+/// the precision, a matrix too large for the host's memory
+/// ([`Error::OutOfMemory`], before any work).
 pub fn distance_matrix<T: Float>(
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
@@ -138,7 +139,9 @@ fn run<T: Float, P: CpuMeasure<T> + KernelParams<T>>(
     b: Option<&SeriesSet<T>>,
 ) -> Result<Array2<T>> {
     if let Backend::Cpu = backend {
-        return Ok(cpu::matrix(a, b, &params));
+        // A series against itself is 0 apart in DTW and TWED, not in Soft-DTW.
+        let zero_diagonal = P::MEASURE != Measure::SoftDtw;
+        return cpu::matrix(a, b, &params, zero_diagonal);
     }
     let variant = options
         .gpu_variant
@@ -192,7 +195,7 @@ pub fn distance_matrix_resident<T: Float>(
             let variant = resident_matrix_variant(options)?;
             gpu::matrix_resident(variant, params, queries, &set.parts(), budget)
         }
-        (Storage::Host(set), _) => Ok(cpu::matrix(queries, Some(set), &params)),
+        (Storage::Host(set), _) => cpu::matrix(queries, Some(set), &params, false),
         (Storage::Gpu(_), Backend::Cpu) => unreachable!("a GPU set computes on the GPU"),
     })?;
     interrupt::check()?;

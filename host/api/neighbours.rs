@@ -2,6 +2,7 @@
 //! block of the distance matrix in memory at a time.
 
 use super::matrix::distance_matrix_resident;
+use crate::results::zeros;
 use crate::{ComputeOptions, Error, Float, Metric, ResidentSet, Result, SeriesSet};
 use ndarray::{Array2, ArrayView1};
 use rayon::prelude::*;
@@ -61,8 +62,8 @@ fn in_blocks<T: Float>(
         )));
     }
     let n = queries.len();
-    let mut indices = Array2::zeros((n, k));
-    let mut distances = Array2::from_elem((n, k), T::ZERO);
+    let mut indices = zeros(n, k)?;
+    let mut distances = zeros(n, k)?;
     let block = (block_values / database.len()).max(1);
     for start in (0..n).step_by(block) {
         let end = (start + block).min(n);

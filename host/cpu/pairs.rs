@@ -4,7 +4,8 @@
 use super::one_pair::{buffer_len, one_pair};
 use super::units::{lockstep_available, lockstep_pair_values, CpuMeasure, LOCKSTEP_MIN};
 use crate::interrupt;
-use crate::{Float, SeriesSet};
+use crate::results::zeros;
+use crate::{Float, Result, SeriesSet};
 use ndarray::Array2;
 use rayon::prelude::*;
 use timewarp_kernels::launch::{tile_pairs, triangle_pair};
@@ -80,42 +81,117 @@ pub(crate) fn paired<T: Float, R: CpuMeasure<T>>(
     )
 }
 
+/// The pairs of a matrix, numbered `0..count`: every `(i, j)` of `rows x
+/// columns` row-major, or, for a set against itself, the upper triangle
+/// `i <= j` row-major, without its diagonal `i == j` for measures whose
+/// value of a series against itself is 0 (DTW, TWED; not Soft-DTW).
+#[derive(Clone, Copy, Debug)]
+struct MatrixPairs {
+    columns: u64,
+    triangle: bool,
+    skip_diagonal: bool,
+}
+
+impl MatrixPairs {
+    fn new(rows: usize, columns: usize, triangle: bool, skip_diagonal: bool) -> (Self, u64) {
+        let columns = columns as u64;
+        let skip_diagonal = triangle && skip_diagonal;
+        let count = if skip_diagonal {
+            // The strict triangle of n is the triangle of n - 1, shifted
+            // one column right.
+            tile_pairs(columns.saturating_sub(1), columns.saturating_sub(1), true)
+        } else {
+            tile_pairs(rows as u64, columns, triangle)
+        };
+        let pairs = MatrixPairs {
+            columns,
+            triangle,
+            skip_diagonal,
+        };
+        (pairs, count)
+    }
+
+    fn pair(&self, k: u64) -> (usize, usize) {
+        let (i, j) = if self.skip_diagonal {
+            let (i, j) = triangle_pair(k, self.columns - 1);
+            (i, j + 1)
+        } else if self.triangle {
+            triangle_pair(k, self.columns)
+        } else {
+            (k / self.columns, k % self.columns)
+        };
+        (i as usize, j as usize)
+    }
+}
+
 /// Every series of `a` against every series of `b` (or of `a` itself, upper
-/// triangle computed once, when `b` is `None`).
+/// triangle computed once, when `b` is `None`; the diagonal is left 0,
+/// not computed, when `zero_diagonal`: the measure's value of a series
+/// against itself is 0). The result is allocated first, so that one too
+/// large for the host is an error before any work.
 pub(crate) fn matrix<T: Float, R: CpuMeasure<T>>(
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
     measure: &R,
-) -> Array2<T> {
+    zero_diagonal: bool,
+) -> Result<Array2<T>> {
     let triangle = b.is_none();
     let b = b.unwrap_or(a);
-    let columns = b.len() as u64;
-    let pairs = tile_pairs(a.len() as u64, columns, triangle);
-    let pair = |k: u64| {
-        if triangle {
-            triangle_pair(k, columns)
-        } else {
-            (k / columns, k % columns)
-        }
-    };
+    let mut out = zeros(a.len(), b.len())?;
+    let (pairs, count) = MatrixPairs::new(a.len(), b.len(), triangle, zero_diagonal);
     let values = pair_values(
         &a.host_ref(),
         &b.host_ref(),
         (a.max_len(), b.max_len()),
-        pairs as usize,
-        |k| {
-            let (i, j) = pair(k as u64);
-            (i as usize, j as usize)
-        },
+        count as usize,
+        |k| pairs.pair(k as u64),
         measure,
     );
-    let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
     for (k, value) in values.into_iter().enumerate() {
-        let (i, j) = pair(k as u64);
-        out[[i as usize, j as usize]] = value;
+        let (i, j) = pairs.pair(k as u64);
+        out[[i, j]] = value;
         if triangle {
-            out[[j as usize, i as usize]] = value;
+            out[[j, i]] = value;
         }
     }
-    out
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MatrixPairs;
+    use std::collections::BTreeSet;
+
+    /// Every pair `(i, j)` numbered `0..count`, each once.
+    fn enumerated(rows: usize, columns: usize, triangle: bool, skip: bool) -> Vec<(usize, usize)> {
+        let (pairs, count) = MatrixPairs::new(rows, columns, triangle, skip);
+        (0..count).map(|k| pairs.pair(k)).collect()
+    }
+
+    #[test]
+    fn a_set_against_itself_skips_the_diagonal_only_when_asked() {
+        for n in 1..=9 {
+            let strict: BTreeSet<_> = (0..n)
+                .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+                .collect();
+            let skipped = enumerated(n, n, true, true);
+            assert_eq!(skipped.len(), n * (n - 1) / 2, "n = {n}");
+            assert_eq!(skipped.iter().copied().collect::<BTreeSet<_>>(), strict);
+
+            let with_diagonal = enumerated(n, n, true, false);
+            assert_eq!(with_diagonal.len(), n * (n + 1) / 2, "n = {n}");
+            let mut expected = strict.clone();
+            expected.extend((0..n).map(|i| (i, i)));
+            assert_eq!(with_diagonal.into_iter().collect::<BTreeSet<_>>(), expected);
+        }
+    }
+
+    #[test]
+    fn two_sets_compute_every_pair_diagonal_included() {
+        for skip in [false, true] {
+            let all = enumerated(3, 4, false, skip);
+            let expected: Vec<_> = (0..3).flat_map(|i| (0..4).map(move |j| (i, j))).collect();
+            assert_eq!(all, expected);
+        }
+    }
 }

@@ -8,6 +8,7 @@ use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::select::{pipelined_workspace, tile_rows, tiled_stripe};
 use super::wait::{check_fault_word, wait_stream};
+use crate::results::zeros;
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 use ndarray::Array2;
@@ -38,7 +39,7 @@ pub(crate) fn pairs_one_by_one<T: Float, P: KernelParams<T>>(
 ) -> Result<Array2<T>> {
     let triangle = b.is_none();
     let b = b.unwrap_or(a);
-    let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
+    let mut out = zeros(a.len(), b.len())?;
     for i in 0..a.len() {
         for j in if triangle { i } else { 0 }..b.len() {
             let (x, y) = (a.slice(i..i + 1), b.slice(j..j + 1));

@@ -5,6 +5,7 @@
 use super::layout::{copy_threads, PARALLEL_COPY_BYTES};
 use super::plan::matrix::Tile;
 use crate::finite::check_finite_here;
+use crate::results::zeros;
 use crate::{Error, Float, Result};
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
@@ -13,44 +14,44 @@ use std::sync::Mutex;
 
 /// The matrix the tiles' results go into, shared by the pipelines of
 /// several GPUs: no two tiles of a plan write the same values, and the
-/// lock makes each copy whole. A pipeline calls [`Output::prepare`] for a
-/// tile before it waits for the tile's results: the matrix is allocated
-/// then (with the first tiles already queued) and the tile's part of it
-/// written once, so that its pages are faulted in while the GPU works.
+/// lock makes each copy whole. The matrix is allocated with the output,
+/// before any launch (an error if the host cannot), its pages not yet
+/// touched. A pipeline calls [`Output::prepare`] for a tile before it waits
+/// for the tile's results: the tile's part of the matrix is written once
+/// then, so that its pages are faulted in while the GPU works.
 /// Each tile's results are checked ([`crate::finite::check_finite`]) as
 /// they are copied in, on several threads for large tiles. Faulting in
 /// pages and reading the results both run at the host's memory speed:
 /// before the first launch or after the last kernel they would leave the
 /// GPU idle.
 pub(crate) struct Output<T> {
-    shape: (usize, usize),
     placed: Mutex<Placed<T>>,
 }
 
 struct Placed<T> {
-    matrix: Option<Array2<T>>,
+    matrix: Array2<T>,
     /// The first tile's results that failed the check.
     failed: Option<Error>,
 }
 
 impl<T: Float> Output<T> {
-    /// An output of `rows x cols` results.
-    pub(crate) fn new(shape: (usize, usize)) -> Self {
-        Output {
-            shape,
+    /// An output of `rows x cols` results; an error naming its size if
+    /// the host cannot allocate it.
+    pub(crate) fn new(shape: (usize, usize)) -> Result<Self> {
+        Ok(Output {
             placed: Mutex::new(Placed {
-                matrix: None,
+                matrix: zeros(shape.0, shape.1)?,
                 failed: None,
             }),
-        }
+        })
     }
 
-    /// Allocates the matrix if no tile has, and writes `tile`'s part of it
-    /// (and its mirror's), so that the copy of its results finds the pages
-    /// in memory: called while the GPU computes the tile.
+    /// Writes `tile`'s part of the matrix (and its mirror's), so that the
+    /// copy of its results finds the pages in memory: called while the
+    /// GPU computes the tile.
     pub(crate) fn prepare(&self, tile: &Tile) {
         let mut placed = self.placed();
-        let matrix = placed.matrix(self.shape);
+        let matrix = &mut placed.matrix;
         fill_zero(matrix.slice_mut(s![tile.rows.clone(), tile.cols.clone()]));
         if tile.mirror {
             fill_zero(matrix.slice_mut(s![tile.cols.clone(), tile.rows.clone()]));
@@ -61,7 +62,7 @@ impl<T: Float> Output<T> {
     /// matrix, and their transpose too for a mirrored tile.
     pub(crate) fn place(&self, tile: &Tile, values: &[T]) {
         let mut placed = self.placed();
-        let checked = place(&mut placed.matrix(self.shape).view_mut(), tile, values);
+        let checked = place(&mut placed.matrix.view_mut(), tile, values);
         if let Err(error) = checked {
             placed.failed.get_or_insert(error);
         }
@@ -83,17 +84,7 @@ impl<T: Float> Output<T> {
         if let Some(error) = placed.failed {
             return Err(error);
         }
-        Ok(placed
-            .matrix
-            .unwrap_or_else(|| Array2::from_elem(self.shape, T::ZERO)))
-    }
-}
-
-impl<T: Float> Placed<T> {
-    /// The matrix, allocated (zeros) at the first call.
-    fn matrix(&mut self, shape: (usize, usize)) -> &mut Array2<T> {
-        self.matrix
-            .get_or_insert_with(|| Array2::from_elem(shape, T::ZERO))
+        Ok(placed.matrix)
     }
 }
 
@@ -189,7 +180,7 @@ mod tests {
 
     #[test]
     fn tiles_fill_the_matrix_and_mirrors_their_transpose() {
-        let output = Output::<f64>::new((3, 3));
+        let output = Output::<f64>::new((3, 3)).unwrap();
         // Row 0 against columns 1 and 2, mirrored into column 0.
         output.place(&tile(0..1, 1..3, true), &[1.0, 2.0]);
         output.place(&tile(1..3, 1..3, false), &[3.0, 4.0, 5.0, 6.0]);
@@ -198,7 +189,11 @@ mod tests {
         assert_eq!(output.into_matrix().unwrap(), expected);
         // No tiles (no pairs): zeros of the shape.
         assert_eq!(
-            Output::<f32>::new((0, 4)).into_matrix().unwrap().shape(),
+            Output::<f32>::new((0, 4))
+                .unwrap()
+                .into_matrix()
+                .unwrap()
+                .shape(),
             &[0, 4]
         );
     }
@@ -210,7 +205,7 @@ mod tests {
         let (rows, cols) = (3, PARALLEL_COPY_BYTES / 4 + 5);
         let values: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
         let wide = tile(0..rows, 0..cols, false);
-        let output = Output::<f32>::new((rows, cols));
+        let output = Output::<f32>::new((rows, cols)).unwrap();
         output.prepare(&wide);
         output.place(&wide, &values);
         let matrix = output.into_matrix().unwrap();
@@ -221,7 +216,7 @@ mod tests {
         let m = 513;
         let square: Vec<f32> = (0..m * m).map(|k| k as f32).collect();
         let mirrored = tile(0..m, m..2 * m, true);
-        let output = Output::<f32>::new((2 * m, 2 * m));
+        let output = Output::<f32>::new((2 * m, 2 * m)).unwrap();
         output.prepare(&mirrored);
         output.place(&mirrored, &square);
         let matrix = output.into_matrix().unwrap();
@@ -245,7 +240,7 @@ mod tests {
             if let Some(k) = infinity {
                 bad[k] = f32::INFINITY;
             }
-            let output = Output::<f32>::new((rows, cols));
+            let output = Output::<f32>::new((rows, cols)).unwrap();
             output.prepare(&wide);
             output.place(&wide, &bad);
             let error = output.into_matrix().unwrap_err();
@@ -262,7 +257,7 @@ mod tests {
 
     #[test]
     fn a_tile_that_fails_the_check_fails_the_matrix() {
-        let unwritten = Output::<f32>::new((2, 2));
+        let unwritten = Output::<f32>::new((2, 2)).unwrap();
         unwritten.place(&tile(0..1, 0..2, false), &[1.0, 2.0]);
         unwritten.place(&tile(1..2, 0..2, false), &[f32::NAN, 3.0]);
         let error = unwritten.into_matrix().unwrap_err();
@@ -270,7 +265,7 @@ mod tests {
             matches!(&error, Error::Gpu(message) if message.contains("unwritten")),
             "{error}"
         );
-        let overflowed = Output::<f64>::new((1, 3));
+        let overflowed = Output::<f64>::new((1, 3)).unwrap();
         overflowed.place(&tile(0..1, 0..3, false), &[1.0, f64::INFINITY, 2.0]);
         let error = overflowed.into_matrix().unwrap_err();
         assert!(matches!(error, Error::Overflow { .. }), "{error}");

@@ -140,7 +140,7 @@ pub(crate) fn streamed<T: Float, P: KernelParams<T>>(
         Side::Cols => (other, a),
     };
     let mut workers = Worker::each(gpus, |_| Operand::Host(streamed));
-    let output = Output::new((a.len(), other.len()));
+    let output = Output::new((a.len(), other.len()))?;
     run_plan(&mut workers, (&plan, sizes), fixed, params, kernel, &output)?;
     output.into_matrix()
 }
@@ -209,7 +209,7 @@ pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
     let workspace_per_pair = kernel(gpus[0])?.workspace_per_pair;
     let caps = Caps::new(budget, size_of::<T>());
     let longest = queries.max_len().max(database.lengths.1);
-    let output = Output::new((queries.len(), database.len));
+    let output = Output::new((queries.len(), database.len))?;
     let operand = |k: usize| Operand::Device(&database.parts[k].2.image);
     let mut workers = Worker::each(&gpus, operand);
     if database.replicated || database.parts.len() == 1 {

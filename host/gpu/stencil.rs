@@ -9,6 +9,7 @@ use super::plan::matrix::TilePlan;
 use super::plan::MAX_BLOCKS;
 use super::select::block_threads;
 use super::wait::wait_stream;
+use crate::results::zeros;
 use crate::{Float, Result, SeriesSet};
 use ndarray::{s, Array2};
 use std::ops::Range;
@@ -70,7 +71,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
     let b = b.unwrap_or(a);
     let id = KernelId::new(P::MEASURE, Driver::Stencil, false, T::PRECISION);
     let stream = &gpu.stream;
-    let mut out = Array2::from_elem((a.len(), b.len()), T::ZERO);
+    let mut out = zeros(a.len(), b.len())?;
     for (row_index, rows) in plan.a_blocks.iter().enumerate() {
         let a_upload = upload_ranges(gpu, &[a], rows.clone(), AsyncCopies::Waited)?;
         let a_batch = a_upload.batch(0, a);

@@ -3,14 +3,15 @@
 //! (a C-contiguous float32 or float64 array of `n x length x dims`, or a
 //! list of `length x dims` arrays of one dtype) and calls the timewarp
 //! crate with the GIL released. Every error is a `TimewarpError` (a
-//! `ValueError`) with the crate's one-line message.
+//! `ValueError`) with the crate's one-line message, but a result too large
+//! for the host's memory, a `MemoryError`.
 
 mod paths;
 
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyReadonlyArray3, ToPyArray};
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use timewarp::{
@@ -29,7 +30,11 @@ create_exception!(
 );
 
 fn py_error(error: Error) -> PyErr {
-    TimewarpError::new_err(error.to_string())
+    match error {
+        // Python's own exception for it, which callers already handle.
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(error.to_string()),
+        _ => TimewarpError::new_err(error.to_string()),
+    }
 }
 
 fn invalid(message: impl Into<String>) -> PyErr {

@@ -208,6 +208,19 @@ BAD_INPUTS = [
     ("band", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", band=2)),
     ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=0)),
     ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=np.nan)),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=10**30)),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=-(10**30))),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=True)),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=np.inf)),
+    ("band", lambda: timewarp.soft_dtw(np.zeros((2, 3)), np.zeros((2, 3)), band=10**30)),
+    ("band", lambda: timewarp.dtw_path(np.zeros(3), np.zeros(3), band=2**64)),
+    ("degree", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", degree=10**400)),
+    ("band", lambda: timewarp.cdist(np.zeros((2, 3)), band=10**5000)),
+    ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=-(10**5000))),
+    ("nu", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", nu=10**400)),
+    ("lmbda", lambda: timewarp.twed_path(np.zeros(3), np.zeros(3), lmbda=-(10**400))),
+    ("gamma", lambda: timewarp.cdist(np.zeros((2, 3)), metric="soft_dtw", gamma=10**400)),
+    ("gamma", lambda: timewarp.soft_dtw_alignment(np.zeros(3), np.zeros(3), gamma=np.inf)),
     ("nu", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", nu=-1)),
     ("lambda", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", lmbda=-1)),
     ("degree", lambda: timewarp.cdist(np.zeros((2, 3)), metric="twed", degree=0.5)),
@@ -355,3 +368,53 @@ def test_ctrl_c_stops_a_long_computation():
         ref.matrix(small, small, MEASURES["dtw"](None)),
         rtol=1e-12,
     )
+
+
+def test_huge_but_representable_parameters_compute():
+    x = RNG.normal(size=(3, 6))
+    # A radius wider than the series is no band at all.
+    np.testing.assert_array_equal(
+        timewarp.cdist(x, band=2**63 - 1, device="cpu"), timewarp.cdist(x, device="cpu")
+    )
+    np.testing.assert_array_equal(
+        timewarp.cdist(x, band=6.0, device="cpu"), timewarp.cdist(x, band=6, device="cpu")
+    )
+    # A huge gamma: finite values or a clear error, never a crash.
+    try:
+        values = timewarp.cdist(x, metric="soft_dtw", gamma=1e300, device="cpu")
+    except TimewarpError:
+        return
+    assert np.isfinite(values).all()
+
+
+def test_a_result_too_large_for_memory_is_a_memory_error():
+    # 5,000,000 series of one sample: a 5e6 x 5e6 float64 matrix, 2e14
+    # bytes, more than any host's address space. Refused before any work,
+    # with the size in the message.
+    many = np.zeros((5_000_000, 1))
+    with pytest.raises(MemoryError, match="200000000000000 bytes"):
+        timewarp.cdist(many, device="cpu")
+    with pytest.raises(MemoryError, match="bytes"):
+        timewarp.cdist(many, many[:4_000_000], device="cpu")
+
+
+@pytest.mark.parametrize("metric", ["dtw", "twed", "soft_dtw"])
+def test_a_set_against_itself_has_the_right_diagonal(metric):
+    a = ragged([1, 4, 7, 7, 9], 2)
+    got = timewarp.cdist(a, metric=metric, device="cpu", **PARAMS)
+    expected = ref.matrix(a, a, MEASURES[metric](None))
+    if metric == "soft_dtw":
+        # Soft-DTW's value of a series against itself is not 0 (but for
+        # one sample): computed.
+        np.testing.assert_allclose(np.diag(got), np.diag(expected), rtol=1e-12)
+        assert (np.diag(got)[1:] != 0).all()
+    else:
+        # DTW and TWED: 0, left so rather than computed.
+        assert (np.diag(got) == 0).all()
+    off = ~np.eye(len(a), dtype=bool)
+    np.testing.assert_allclose(got[off], expected[off], rtol=1e-12)
+    np.testing.assert_array_equal(got, got.T)
+    # Two series: the one pair off the diagonal.
+    x, y = a[1], a[2]
+    pair = timewarp.cdist([x], [y], metric=metric, device="cpu", **PARAMS)[0, 0]
+    assert timewarp.cdist([x, y], metric=metric, device="cpu", **PARAMS)[0, 1] == pair

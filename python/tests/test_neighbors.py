@@ -86,10 +86,11 @@ def test_estimator_api():
     [
         (lambda: KNeighborsClassifier(n_neighbors=0).fit(np.zeros((2, 3)), [0, 1]), "n_neighbors"),
         (lambda: KNeighborsClassifier(n_neighbors=3).fit(np.zeros((2, 3)), [0, 1]), "n_neighbors"),
+        (lambda: KNeighborsClassifier(n_neighbors=10**5000).fit(np.zeros((2, 3)), [0, 1]), "bits"),
+        (lambda: KNeighborsClassifier(n_neighbors=True).fit(np.zeros((2, 3)), [0, 1]), "integer"),
         (lambda: KNeighborsClassifier(weights="x").fit(np.zeros((2, 3)), [0, 1]), "weights"),
         (lambda: KNeighborsClassifier(metric="x").fit(np.zeros((2, 3)), [0, 1]), "metric"),
         (lambda: KNeighborsClassifier().fit(np.zeros((2, 3)), [0, 1, 2]), "one label each"),
-        (lambda: KNeighborsClassifier().predict(np.zeros((2, 3))), "not fitted"),
         (
             lambda: (
                 KNeighborsClassifier(device="cpu")
@@ -103,3 +104,68 @@ def test_estimator_api():
 def test_bad_use_is_a_timewarp_error(make, match):
     with pytest.raises(TimewarpError, match=match):
         make()
+
+
+def not_fitted_error():
+    """scikit-learn's NotFittedError where it is installed, else ours."""
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:
+        return TimewarpError
+    return NotFittedError
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda model, X, y: model.predict(X),
+        lambda model, X, y: model.predict_proba(X),
+        lambda model, X, y: model.kneighbors(X),
+        lambda model, X, y: model.score(X, y),
+    ],
+    ids=["predict", "predict_proba", "kneighbors", "score"],
+)
+def test_use_before_fit_is_not_fitted_error(use):
+    with pytest.raises(not_fitted_error(), match="not fitted"):
+        use(KNeighborsClassifier(device="cpu"), np.zeros((2, 3)), [0, 1])
+
+
+@pytest.mark.parametrize("save", ["pickle", "deepcopy", "joblib"])
+@pytest.mark.parametrize("metric, ragged", [("dtw", False), ("twed", True)])
+def test_a_fitted_model_saves_and_loads(tmp_path, save, metric, ragged):
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(5)
+    if ragged:
+        train = [rng.normal(size=(n, 2)) for n in rng.integers(5, 15, size=20)]
+        queries = [rng.normal(size=(n, 2)) for n in rng.integers(5, 15, size=8)]
+    else:
+        train, queries = rng.normal(size=(20, 12)), rng.normal(size=(8, 12))
+    labels = rng.choice(["a", "b", "c"], size=20)
+    model = KNeighborsClassifier(n_neighbors=3, metric=metric, weights="distance", device="cpu")
+    model.fit(train, labels)
+    if save == "pickle":
+        loaded = pickle.loads(pickle.dumps(model))
+    elif save == "deepcopy":
+        loaded = copy.deepcopy(model)
+    else:
+        joblib = pytest.importorskip("joblib")
+        joblib.dump(model, tmp_path / "model.joblib")
+        loaded = joblib.load(tmp_path / "model.joblib")
+    assert loaded is not model and loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.predict(queries), model.predict(queries))
+    np.testing.assert_array_equal(loaded.predict_proba(queries), model.predict_proba(queries))
+    for got, expected in zip(loaded.kneighbors(queries), model.kneighbors(queries)):
+        np.testing.assert_array_equal(got, expected)
+    # The original still works after being pickled (its resident copy kept).
+    np.testing.assert_array_equal(model.predict(queries), loaded.predict(queries))
+
+
+def test_an_unfitted_model_pickles_unfitted():
+    import pickle
+
+    loaded = pickle.loads(pickle.dumps(KNeighborsClassifier(n_neighbors=2)))
+    assert loaded.n_neighbors == 2
+    with pytest.raises(not_fitted_error()):
+        loaded.predict(np.zeros((2, 3)))

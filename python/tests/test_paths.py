@@ -162,3 +162,51 @@ def test_plots(tmp_path):
     ax.figure.savefig(tmp_path / "matrix.png")
     assert (tmp_path / "alignment.png").stat().st_size > 0
     assert (tmp_path / "matrix.png").stat().st_size > 0
+
+
+def test_plot_alignment_draws_an_expected_alignment_and_rejects_bad_paths():
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed: the plot helpers are not tested")
+        pytest.skip("matplotlib is not installed")
+    matplotlib.use("Agg")
+    from matplotlib.collections import LineCollection
+
+    from timewarp import plot
+
+    rng = np.random.default_rng(17)
+    x, y = rng.normal(size=12), rng.normal(size=9)
+
+    def lines(ax):
+        (collection,) = [c for c in ax.collections if isinstance(c, LineCollection)]
+        return collection
+
+    # A path: one opaque line a cell.
+    path, _ = timewarp.dtw_path(x, y, device="cpu")
+    drawn = lines(plot.plot_alignment(x, y, path))
+    assert len(drawn.get_segments()) == len(path)
+    assert (drawn.get_colors()[:, 3] == 1).all()
+    # An expected alignment: a line a cell of weight >= 1% of the heaviest,
+    # as opaque as its share.
+    e, _ = timewarp.soft_dtw_alignment(x, y, gamma=0.1, device="cpu")
+    drawn = lines(plot.plot_alignment(x, y, e))
+    share = e / e.max()
+    heavy = share >= 0.01
+    assert 0 < heavy.sum() < e.size
+    assert len(drawn.get_segments()) == heavy.sum()
+    np.testing.assert_allclose(np.sort(drawn.get_colors()[:, 3]), np.sort(share[heavy]))
+    for bad, match in [
+        (np.zeros((4, 3), dtype=np.int64), "shape"),
+        (np.array([[0, 0], [12, 8]]), "outside"),
+        (np.array([[0, 0], [-1, 0]]), "outside"),
+        (np.array([[0.5, 0.0]]), "whole"),
+        (np.full((12, 9), np.nan), "finite"),
+        (-e, "finite weights >= 0"),
+        (np.zeros(5), "shape"),
+        ([["a", "b"]], "shape"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            plot.plot_alignment(x, y, bad)
+    with pytest.raises(ValueError, match="x"):
+        plot.plot_alignment(np.zeros(0), y, path)

@@ -151,6 +151,49 @@ def test_bad_tensor_inputs():
         timewarp.soft_dtw(x, x.numpy())
 
 
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_half_precision_tensors_compute_in_float32(half):
+    torch = need_torch()
+    half = getattr(torch, half)
+    x, y = tensors(torch, (3, 10), (3, 11), dtype=torch.float32)
+    xh = x.detach().to(half).requires_grad_()
+    yh = y.detach().to(half).requires_grad_()
+    # The same values as the float32 tensors holding the rounded samples.
+    x32, y32 = xh.detach().float().requires_grad_(), yh.detach().float().requires_grad_()
+    values = timewarp.soft_dtw(xh, yh, gamma=0.5)
+    exact = timewarp.soft_dtw(x32, y32, gamma=0.5)
+    assert values.dtype == torch.float32
+    np.testing.assert_array_equal(values.detach().numpy(), exact.detach().numpy())
+    # Gradients come back in the inputs' own dtype.
+    values.sum().backward()
+    exact.sum().backward()
+    assert xh.grad.dtype == half and yh.grad.dtype == half
+    assert torch.equal(xh.grad, x32.grad.to(half)) and torch.equal(yh.grad, y32.grad.to(half))
+    # cdist and distance: float32 results, as float32 inputs give.
+    matrix = timewarp.cdist(xh.detach(), yh.detach(), device="cpu")
+    assert matrix.dtype == torch.float32
+    np.testing.assert_array_equal(
+        matrix.numpy(), timewarp.cdist(x32.detach().numpy(), y32.detach().numpy(), device="cpu")
+    )
+    one = timewarp.distance(xh.detach()[0], yh.detach()[0], metric="twed")
+    assert one == timewarp.distance(x32.detach()[0].numpy(), y32.detach()[0].numpy(), metric="twed")
+
+
+def test_cdist_of_tensors_that_require_grad_is_an_error():
+    torch = need_torch()
+    x = torch.randn(3, 8, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(TimewarpError, match="soft_dtw"):
+        timewarp.cdist(x, device="cpu")
+    with pytest.raises(TimewarpError, match="soft_dtw"):
+        timewarp.cdist(x.detach(), [x[0], x[1]], device="cpu")
+    with pytest.raises(TimewarpError, match="soft_dtw"):
+        timewarp.distance(x[0], x[1])
+    # Detached, or with autograd off, it computes.
+    expected = timewarp.cdist(x.detach(), device="cpu")
+    with torch.no_grad():
+        np.testing.assert_array_equal(timewarp.cdist(x, device="cpu"), expected)
+
+
 # ---- CUDA tensors: read in place, gradients on the GPU --------------------
 
 

@@ -24,21 +24,55 @@ def _metric(metric: str) -> str:
     return name
 
 
+# The extension takes the radius as a signed 64-bit integer.
+_BAND_MAX = 2**63 - 1
+
+
 def _band(band: Optional[int]) -> Optional[int]:
     if band is None:
         return None
     if isinstance(band, (bool, np.bool_)) or not isinstance(band, (int, np.integer)):
         if isinstance(band, (float, np.floating)) and float(band).is_integer():
-            return int(band)
-        raise TimewarpError(f"band = {band!r}: the Sakoe-Chiba radius is a whole number of samples")
-    return int(band)
+            band = int(band)
+        else:
+            raise TimewarpError(
+                f"band = {band!r}: the Sakoe-Chiba radius is a whole number of samples"
+            )
+    band = int(band)
+    if not 0 <= band <= _BAND_MAX:
+        raise TimewarpError(
+            f"band = {_shown(band)}: the Sakoe-Chiba radius must be between 0 and {_BAND_MAX}"
+        )
+    return band
+
+
+def _shown(value: Any) -> str:
+    """`value` for a message: integers of more than 30 digits by their size
+    (Python refuses to print those of more than 4300)."""
+    if isinstance(value, (int, np.integer)) and abs(int(value)).bit_length() > 100:
+        return f"an integer of {abs(int(value)).bit_length()} bits"
+    return repr(value)
 
 
 def _float(name: str, value: Any) -> float:
+    if isinstance(value, (str, bytes)):
+        raise TimewarpError(f"{name} = {value!r} is not a number")
     try:
         return float(value)
+    except OverflowError:
+        raise TimewarpError(f"{name} = {_shown(value)} is too large for a float") from None
     except (TypeError, ValueError):
         raise TimewarpError(f"{name} = {value!r} is not a number") from None
+
+
+def _check_not_differentiated(value: Any, name: str, function: str) -> None:
+    """An error for a tensor that requires a gradient (while autograd
+    records): `function`'s result would silently have none."""
+    if _inputs.requires_grad(value):
+        raise TimewarpError(
+            f"{function} is not differentiable but {name} requires grad: use timewarp.soft_dtw "
+            f"for a differentiable Soft-DTW, or pass {name}.detach()"
+        )
 
 
 def cdist(
@@ -71,6 +105,8 @@ def cdist(
     else every CPU core), ``"cpu"``, ``"gpu"`` or ``"gpu:N"``.
     `precision`: ``"float32"`` or ``"float64"`` (default: the inputs').
     """
+    _check_not_differentiated(a, "a", "cdist")
+    _check_not_differentiated(b, "b", "cdist")
     left = _inputs.batch(a, "a")
     right = None if b is None else _inputs.batch(b, "b")
     if right is not None:
@@ -115,6 +151,8 @@ def distance(
     """The distance between two series (``(length,)`` or ``(length, dims)``),
     as a float. One pair is computed on the CPU unless `device` says
     otherwise. Parameters as `cdist`."""
+    _check_not_differentiated(x, "x", "distance")
+    _check_not_differentiated(y, "y", "distance")
     left = _inputs.series(x, "x")
     right = _inputs.series(y, "y")
     matrix = _matrix(

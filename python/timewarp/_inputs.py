@@ -50,6 +50,16 @@ def is_torch_tensor(value: Any) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
+def requires_grad(value: Any) -> bool:
+    """Whether `value` (or a series of a list of them) is a tensor that
+    requires a gradient while autograd records."""
+    if isinstance(value, (list, tuple)):
+        return any(requires_grad(item) for item in value)
+    if not is_torch_tensor(value) or not getattr(value, "requires_grad", False):
+        return False
+    return bool(_torch().is_grad_enabled())
+
+
 def precision_dtype(precision: Optional[str]) -> Optional[np.dtype]:
     if precision is None:
         return None
@@ -217,6 +227,12 @@ def series(value: Any, what: str) -> Prepared:
             f"{what} has {array.ndim} axes; a series is (length,) or (length, dims)"
         )
     return Prepared(array[None], array.dtype, origin, 1)
+
+
+def numbers(value: Any, what: str) -> np.ndarray:
+    """`value` (an array, a list, a tensor) as a numpy array of real numbers
+    in their own dtype, any shape."""
+    return _array(_to_numpy(value)[0], what)
 
 
 def common_dtype(precision: Optional[str], *prepared: Optional[Prepared]) -> np.dtype:

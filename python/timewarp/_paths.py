@@ -8,19 +8,17 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import _inputs
 from . import _timewarp as _ext
 from ._core import _band, _float
 from ._timewarp import TimewarpError
 
 
 def _series(x: Any, name: str) -> np.ndarray:
-    """One series as a C-contiguous float64 ``(length, dims)`` array."""
-    array = np.asarray(x, dtype=np.float64)
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise TimewarpError(f"{name}: one series, (length,) or (length, dims); got shape {array.shape}")
-    return np.ascontiguousarray(array)
+    """One series as a C-contiguous float64 ``(length, dims)`` array, read
+    as `distance` reads it (tensors, dtypes, the errors)."""
+    prepared = _inputs.series(x, name)
+    return _inputs.cast(prepared, np.dtype(np.float64))[0]
 
 
 def dtw_path(x: Any, y: Any, band: Optional[int] = None, device: str = "auto"):
@@ -39,7 +37,7 @@ def _times(times: Any, name: str) -> Optional[np.ndarray]:
     """Timestamps as a C-contiguous float64 ``(length,)`` array, or None."""
     if times is None:
         return None
-    array = np.asarray(times, dtype=np.float64)
+    array = _inputs.numbers(times, name).astype(np.float64)
     if array.ndim != 1:
         raise TimewarpError(f"{name}: one timestamp a sample, shape (length,); got shape {array.shape}")
     return np.ascontiguousarray(array)

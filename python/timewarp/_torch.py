@@ -23,7 +23,9 @@ def _numpy(tensor: torch.Tensor, dtype: np.dtype) -> np.ndarray:
     array = tensor.detach()
     if array.device.type != "cpu":
         array = array.cpu()
-    return np.ascontiguousarray(array.numpy(), dtype=dtype)
+    # Converted by torch first: numpy has no bfloat16.
+    array = _contiguous(array, torch.float32 if dtype == np.float32 else torch.float64)
+    return array.numpy()
 
 
 def _batch3(tensor: torch.Tensor, what: str) -> torch.Tensor:

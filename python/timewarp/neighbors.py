@@ -8,7 +8,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _inputs
-from ._core import _band, _float, _metric
+from ._core import _band, _float, _metric, _shown
 from ._timewarp import Resident, TimewarpError
 
 try:  # scikit-learn's base classes when it is installed (clone, pipelines, grid search)
@@ -51,6 +51,11 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
     weights: ``"uniform"`` (each of the k neighbours one vote) or
     ``"distance"`` (votes weighted by 1/distance; an exact match takes the
     vote alone). Ties between classes go to the class that sorts first.
+
+    A fitted model pickles (``pickle``, ``joblib``, ``copy.deepcopy``) with
+    its training set, which is made resident again at its first use after
+    loading. Using it before `fit` raises scikit-learn's `NotFittedError`
+    (a `TimewarpError` without scikit-learn).
     """
 
     def __init__(
@@ -78,8 +83,9 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
         self.precision = precision
 
     def fit(self, X: Any, y: Any) -> KNeighborsClassifier:
-        if not isinstance(self.n_neighbors, (int, np.integer)) or self.n_neighbors < 1:
-            raise TimewarpError(f"n_neighbors = {self.n_neighbors!r}: must be an integer >= 1")
+        k = self.n_neighbors
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise TimewarpError(f"n_neighbors = {_shown(k)}: must be an integer >= 1")
         if self.weights not in ("uniform", "distance"):
             raise TimewarpError(f"weights {self.weights!r}: expected 'uniform' or 'distance'")
         _metric(self.metric)
@@ -91,31 +97,61 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
             )
         if self.n_neighbors > train.count:
             raise TimewarpError(
-                f"n_neighbors = {self.n_neighbors} but only {train.count} training series"
+                f"n_neighbors = {_shown(self.n_neighbors)} but only {train.count} training series"
             )
         self.classes_, self._encoded = np.unique(labels, return_inverse=True)
         self._dtype = _inputs.common_dtype(self.precision, train)
-        where = _inputs.device_for(self.device, train)
-        self._resident = Resident(_inputs.cast(train, self._dtype), where)
+        self._where = _inputs.device_for(self.device, train)
+        # Kept on the host too, so that a pickled model carries its training
+        # set (the resident copy cannot be pickled: see __getstate__).
+        self._train = _inputs.cast(train, self._dtype)
+        self._resident = Resident(self._train, self._where)
         self.n_features_in_ = None
         return self
 
-    def _check_fitted(self) -> None:
+    def __getstate__(self) -> dict:
+        # The resident copy (GPU memory, or the extension's host copy) is
+        # left out and made again from the training set at the first use
+        # after loading.
+        parent = getattr(super(), "__getstate__", None)
+        state = dict(parent() if parent is not None else self.__dict__)
+        state.pop("_resident", None)
+        return state
+
+    def _training_set(self) -> Resident:
+        """The resident training set, uploaded again after unpickling."""
+        if not hasattr(self, "_train"):
+            self._raise_not_fitted()
         if not hasattr(self, "_resident"):
-            raise TimewarpError("this KNeighborsClassifier is not fitted yet: call fit first")
+            self._resident = Resident(self._train, self._where)
+        return self._resident
+
+    def _raise_not_fitted(self) -> None:
+        message = (
+            f"this {type(self).__name__} is not fitted yet: call fit with training data first"
+        )
+        try:
+            from sklearn.exceptions import NotFittedError
+        except ImportError:
+            raise TimewarpError(message) from None
+        raise NotFittedError(message)
 
     def kneighbors(self, X: Any, n_neighbors: Optional[int] = None, return_distance: bool = True):
         """Indices of the nearest training series of each query (nearest
         first, ties by index), and their distances. Only the nearest come
         back from where the training set lives."""
-        self._check_fitted()
+        resident = self._training_set()
         k = self.n_neighbors if n_neighbors is None else n_neighbors
-        if not 1 <= k <= len(self._resident):
+        if (
+            isinstance(k, (bool, np.bool_))
+            or not isinstance(k, (int, np.integer))
+            or not 1 <= k <= len(resident)
+        ):
             raise TimewarpError(
-                f"n_neighbors = {k}: must be between 1 and {len(self._resident)}"
+                f"n_neighbors = {_shown(k)}: must be an integer between 1 and {len(resident)}"
             )
         queries = _inputs.batch(X, "X")
-        distances, indices = self._resident.kneighbors(
+        distances, indices = resident.kneighbors(
             _inputs.cast(queries, self._dtype),
             int(k),
             _metric(self.metric),
@@ -146,5 +182,5 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
         return proba / proba.sum(axis=1, keepdims=True)
 
     def predict(self, X: Any) -> np.ndarray:
-        self._check_fitted()
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)  # raises NotFittedError before `fit`
+        return self.classes_[np.argmax(proba, axis=1)]
