@@ -1,9 +1,10 @@
 //! `timewarp align`: the alignment of two series, as CSV and as a plot.
 
-use super::plot::{self, AlignmentFigure, HeatMap, PlotArgs};
+use super::memory::check_fits;
+use super::plot::{AlignmentFigure, HeatMap, PlotArgs};
 use super::{
-    check_output_path, counted, describe, options_for, print, write_output, write_text,
-    ComputeArgs, Failure, Input, MetricArgs,
+    check_output_path, counted, describe, options_for, print, ComputeArgs, Failure, Input,
+    MetricArgs, Outputs,
 };
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use ndarray_npy::WritableElement;
@@ -35,10 +36,12 @@ one), Soft-DTW's matrix is computed on it, and so are the passes of long TWED
 and unbanded DTW paths, which take memory linear in the lengths; the rest runs
 on the CPU. TWED's samples are at times 0, 1, 2, ... unless
 --times-a/--times-b give their timestamps (finite, non-decreasing). Plots show
-the first dimension of each series, up to 5000 samples, and the matrix beside
-it up to 400 x 400.";
+the first dimension of each series, up to 5000 samples (longer: no plot, and a
+warning), and the matrix beside it up to 400 x 400 on a figure at least 580
+pixels wide. --out and --plot are renamed into place only when both are
+written.";
 
-/// Samples of a series beyond which `--plot` is refused.
+/// Samples of a series beyond which `--plot` is left out.
 const MAX_PLOT_SAMPLES: usize = 5000;
 /// The matrix is drawn beside the series when both sides are at most this.
 const MAX_MATRIX_SIDE: usize = 400;
@@ -100,7 +103,7 @@ fn pick(input: &Input, index: Option<usize>, flag: &str) -> Result<Array2<f64>, 
     Ok(input.data.series[index].clone())
 }
 
-pub fn run(args: Args) -> Result<(), Failure> {
+pub fn run(mut args: Args) -> Result<(), Failure> {
     let metric = args.metric.metric()?;
     if let Some(out) = &args.out {
         check_output_path(out)?;
@@ -127,9 +130,21 @@ pub fn run(args: Args) -> Result<(), Failure> {
         timestamps(&args.times_a, index_a, x.nrows(), metric, "--times-a")?,
         timestamps(&args.times_b, index_b, y.nrows(), metric, "--times-b")?,
     );
-    if args.plot.plot.is_some() {
-        plot::check_plot_limit("the first series", x.nrows(), MAX_PLOT_SAMPLES)?;
-        plot::check_plot_limit("the second series", y.nrows(), MAX_PLOT_SAMPLES)?;
+    args.plot
+        .leave_out_over("the first series", x.nrows(), MAX_PLOT_SAMPLES);
+    args.plot
+        .leave_out_over("the second series", y.nrows(), MAX_PLOT_SAMPLES);
+    if matches!(metric, Metric::SoftDtw(_)) {
+        let (n, m) = (x.nrows(), y.nrows());
+        check_fits(
+            &format!(
+                "Soft-DTW's {n} x {m} expected alignment in {}",
+                args.compute.precision_name()
+            ),
+            n.checked_mul(m)
+                .and_then(|cells| cells.checked_mul(args.compute.precision_bytes())),
+            "align shorter series, or use --metric dtw or twed",
+        )?;
     }
     let options = options_for(args.compute.backend()?);
     let names = (name(&args.a, index_a), name(&args.b, index_b));
@@ -301,15 +316,20 @@ fn emit<T: Float + WritableElement>(
         }),
         T::NAME
     );
+    let mut outputs = Outputs::default();
     match (&computed.text, &computed.matrix, &args.out) {
-        (Some(text), _, Some(out)) => write_text(out, text)?,
-        (Some(text), _, None) => print(text)?,
-        (None, Some(matrix), Some(out)) => write_output(out, matrix.view())?,
-        (None, Some(matrix), None) => super::print_csv(matrix.view())?,
-        (None, None, _) => {}
+        (Some(text), _, Some(out)) => outputs.write_bytes(out, text.as_bytes())?,
+        (None, Some(matrix), Some(out)) => outputs.write_matrix(out, matrix.view())?,
+        _ => {}
     }
     args.plot
-        .save_with(|| figure(metric, &x, &y, names, computed))
+        .write_with(&mut outputs, || figure(metric, &x, &y, names, &computed))?;
+    match (&args.out, &computed.text, &computed.matrix) {
+        (None, Some(text), _) => print(text)?,
+        (None, None, Some(matrix)) => super::print_csv(matrix.view())?,
+        _ => {}
+    }
+    outputs.commit()
 }
 
 fn figure<T: Float>(
@@ -317,7 +337,7 @@ fn figure<T: Float>(
     x: &Array2<f64>,
     y: &Array2<f64>,
     (x_name, y_name): (String, String),
-    computed: Computed<T>,
+    computed: &Computed<T>,
 ) -> AlignmentFigure {
     let (n, m) = (x.nrows(), y.nrows());
     let dims = if x.ncols() > 1 {
@@ -330,7 +350,7 @@ fn figure<T: Float>(
         Metric::SoftDtw(_) => (
             format!("Soft-DTW expected alignment, value {value}{dims}"),
             "expected alignment E",
-            computed.matrix.map(|e| e.mapv(|v| v.to_f64())),
+            computed.matrix.as_ref().map(|e| e.mapv(|v| v.to_f64())),
         ),
         Metric::Twed(twed) => (
             format!("TWED edit path, value {value}{dims}"),
@@ -365,9 +385,9 @@ fn figure<T: Float>(
         y: y.column(0).to_vec(),
         x_name,
         y_name,
-        links: computed.links,
-        deleted_x: computed.deleted.0,
-        deleted_y: computed.deleted.1,
+        links: computed.links.clone(),
+        deleted_x: computed.deleted.0.clone(),
+        deleted_y: computed.deleted.1.clone(),
         matrix: matrix.map(|values| HeatMap {
             values,
             title: matrix_title.into(),
@@ -376,7 +396,7 @@ fn figure<T: Float>(
             row_groups: None,
             column_groups: None,
             annotate: false,
-            path: computed.path,
+            path: computed.path.clone(),
         }),
     }
 }

@@ -1,14 +1,15 @@
 //! `timewarp distance`: the distance matrix, as CSV on stdout or a file.
 
+use super::memory::check_fits;
 use super::plot::{self, HeatMap, PlotArgs, MAX_HEATMAP_SIDE};
 use super::Target;
 use super::{
-    check_output_path, compute_matrix, print_csv, write_output, ComputeArgs, Failure, Input,
-    MetricArgs, VariantArg,
+    check_output_path, compute_matrix, print_csv, ComputeArgs, Failure, Input, MetricArgs, Outputs,
+    VariantArg,
 };
 use ndarray::Array2;
 use ndarray_npy::WritableElement;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use timewarp::{Float, Metric, Precision, Variant};
 
 pub const EXAMPLES: &str = "\
@@ -35,7 +36,13 @@ Examples:
   timewarp distance long_a.npy long_b.npy --metric twed --device gpu --variant diagonal
 
 CSV values are printed in the shortest form that parses back to the same bits.
-DTW and Soft-DTW use the squared Euclidean local cost with no square root.";
+DTW and Soft-DTW use the squared Euclidean local cost with no square root.
+
+A matrix that cannot fit this machine's memory (rows x columns x 4 or 8 bytes)
+is refused before any work. --out and --plot are renamed into place only when
+both are written: if the plot cannot be written, neither is left. A matrix of
+more than 500 rows or columns is not plotted (a warning says so); --out is
+still written.";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,7 +65,7 @@ pub struct Args {
     plot: PlotArgs,
 }
 
-pub fn run(args: Args) -> Result<(), Failure> {
+pub fn run(mut args: Args) -> Result<(), Failure> {
     let metric = args.metric.metric()?;
     let variant = args.variant.for_device(args.compute.device)?;
     if let Some(out) = &args.out {
@@ -70,19 +77,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if let Some(b) = &b {
         a.check_same_dims(b)?;
     }
-    if args.plot.plot.is_some() {
-        plot::check_plot_limit("A (rows)", a.data.series.len(), MAX_HEATMAP_SIDE)?;
-        let columns = b.as_ref().unwrap_or(&a).data.series.len();
-        plot::check_plot_limit("B (columns)", columns, MAX_HEATMAP_SIDE)?;
-    }
-    let backend = args.compute.backend()?;
-    let out = args.out.as_deref();
-    let matrix = match args.compute.precision {
-        Precision::F32 => emit::<f32>(&a, b.as_ref(), metric, backend, variant, out)?,
-        Precision::F64 => emit::<f64>(&a, b.as_ref(), metric, backend, variant, out)?,
-    };
+    let (rows, columns) = (a.data.len(), b.as_ref().unwrap_or(&a).data.len());
+    args.plot.leave_out_over("A (rows)", rows, MAX_HEATMAP_SIDE);
     args.plot
-        .save_with(|| heat_map(matrix, &a, b.as_ref(), metric))
+        .leave_out_over("B (columns)", columns, MAX_HEATMAP_SIDE);
+    let precision = args.compute.precision_name();
+    check_fits(
+        &format!("the {rows} x {columns} distance matrix in {precision}"),
+        rows.checked_mul(columns)
+            .and_then(|cells| cells.checked_mul(args.compute.precision_bytes())),
+        "split A (or B) and compute the matrix in parts",
+    )?;
+    let target = args.compute.backend()?;
+    let mut outputs = Outputs::default();
+    let inputs = (&a, b.as_ref());
+    match args.compute.precision {
+        Precision::F32 => emit::<f32>(&args, inputs, metric, target, variant, &mut outputs)?,
+        Precision::F64 => emit::<f64>(&args, inputs, metric, target, variant, &mut outputs)?,
+    }
+    outputs.commit()
 }
 
 /// The matrix with its rows and columns in class order, when both files
@@ -121,20 +134,25 @@ fn heat_map(matrix: Array2<f64>, a: &Input, b: Option<&Input>, metric: Metric) -
     map
 }
 
-/// Computes the whole matrix in precision `T`, writes it, and returns it
-/// (in f64, for the plot).
+/// Computes the whole matrix in precision `T` and writes it (and its
+/// plot) among `outputs`, or prints it.
 fn emit<T: Float + WritableElement>(
-    a: &Input,
-    b: Option<&Input>,
+    args: &Args,
+    (a, b): (&Input, Option<&Input>),
     metric: Metric,
-    backend: Target,
+    target: Target,
     variant: Option<Variant>,
-    out: Option<&Path>,
-) -> Result<Array2<f64>, Failure> {
-    let matrix = compute_matrix::<T>(a, b, metric, backend, variant)?;
-    match out {
-        Some(path) => write_output(path, matrix.view())?,
-        None => print_csv(matrix.view())?,
+    outputs: &mut Outputs,
+) -> Result<(), Failure> {
+    let matrix = compute_matrix::<T>(a, b, metric, target, variant)?;
+    if let Some(path) = &args.out {
+        outputs.write_matrix(path, matrix.view())?;
     }
-    Ok(matrix.mapv(|v| v.to_f64()))
+    args.plot.write_with(outputs, || {
+        heat_map(matrix.mapv(|v| v.to_f64()), a, b, metric)
+    })?;
+    if args.out.is_none() {
+        print_csv(matrix.view())?;
+    }
+    Ok(())
 }

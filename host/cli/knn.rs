@@ -2,7 +2,8 @@
 
 use super::plot::{self, HeatMap, PlotArgs, MAX_HEATMAP_SIDE};
 use super::{
-    compute_resident_neighbours, print, ComputeArgs, Failure, Input, MetricArgs, VariantArg,
+    compute_resident_neighbours, print, ComputeArgs, Failure, Input, MetricArgs, Outputs,
+    VariantArg,
 };
 use ndarray::{Array2, ArrayView1};
 use std::cmp::Reverse;
@@ -23,7 +24,9 @@ Examples:
 Ties: among equal distances the lower training index ranks first. With k > 1
 the class with most votes among the k nearest wins; a tie between classes goes
 to the class whose best-ranked member is nearest. Test series whose label the
-training set lacks count as errors. Labels come from .ts or .tsv/.txt files.";
+training set lacks count as errors. Labels come from .ts or .tsv/.txt files.
+With more than 500 classes the confusion matrix is not plotted (a warning says
+so).";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -47,7 +50,7 @@ pub struct Args {
     plot: PlotArgs,
 }
 
-pub fn run(args: Args) -> Result<(), Failure> {
+pub fn run(mut args: Args) -> Result<(), Failure> {
     let metric = args.metric.metric()?;
     let variant = args.variant.for_device(args.compute.device)?;
     if args.k == 0 {
@@ -59,9 +62,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let (train_labels, test_labels) = (train.labels()?, test.labels()?);
     train.check_same_dims(&test)?;
     let classes = classes(train_labels, test_labels);
-    if args.plot.plot.is_some() {
-        plot::check_plot_limit("the data (classes)", classes.len(), MAX_HEATMAP_SIDE)?;
-    }
+    args.plot
+        .leave_out_over("the data (classes)", classes.len(), MAX_HEATMAP_SIDE);
     if args.k > train.data.len() {
         return Err(Failure::usage(format!(
             "-k {}: more than the {} series of {}",
@@ -91,12 +93,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
         .filter(|(p, label)| **p != label.as_str())
         .count();
     let n = test_labels.len() as f64;
-    print(&format!(
-        "accuracy: {:.6}\nerror: {:.6}\n",
-        (n - wrong as f64) / n,
-        wrong as f64 / n
-    ))?;
-    args.plot.save_with(|| {
+    let mut outputs = Outputs::default();
+    args.plot.write_with(&mut outputs, || {
         let index = |label: &str| classes.iter().position(|c| c == label).unwrap_or(0);
         let mut counts = Array2::<f64>::zeros((classes.len(), classes.len()));
         for (truth, guess) in test_labels.iter().zip(&predicted) {
@@ -117,7 +115,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
             annotate: true,
             path: Vec::new(),
         }
-    })
+    })?;
+    print(&format!(
+        "accuracy: {:.6}\nerror: {:.6}\n",
+        (n - wrong as f64) / n,
+        wrong as f64 / n
+    ))?;
+    outputs.commit()
 }
 
 /// Every class of either set, in [`plot::class_order`]'s order.

@@ -1,7 +1,8 @@
 //! The command line: argument parsing, the options the commands share, and
 //! the conventions they all follow. Every failure is one line on stderr,
 //! `timewarp: <problem>`, with exit status 2 for bad input or usage and 1
-//! for a failing GPU; nothing panics, and `--out` is written only on success.
+//! for a failing GPU; nothing panics, and the output files (`--out`,
+//! `--plot`) are written only when all of them can be.
 
 mod align;
 mod bench;
@@ -9,6 +10,7 @@ mod distance;
 mod info;
 mod knn;
 mod matrix;
+mod memory;
 mod output;
 mod plot;
 mod target;
@@ -16,8 +18,7 @@ mod target;
 pub use target::{describe, options_for, Target};
 
 pub use output::{
-    check_output_path, print, print_csv, progress_bar, set_fraction_done, work_bar, write_output,
-    write_text,
+    check_output_path, print, print_csv, progress_bar, set_fraction_done, work_bar, Outputs,
 };
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -27,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 use timewarp::formats::{self, Dataset};
-use timewarp::gpu::{self, Gpu};
+use timewarp::gpu;
 use timewarp::{
     Backend, Device, Dtw, Error, Float, GpuSet, Metric, Precision, SeriesSet, SoftDtw, Twed,
     Variant,
@@ -38,7 +39,12 @@ Input formats, by extension:
   .ts          sktime/aeon format (UCR/UEA archives): labels, multivariate, unequal lengths
   .tsv, .txt   UCR format: one univariate series per line, the class label first
   .csv         one univariate series per line, values only (no labels)
-  .npy         float64 or float32 array, series x time or series x time x dims";
+  .npy         float64 or float32 array, series x time or series x time x dims
+
+Outputs (--out, --plot): written to temporary files beside them and renamed into
+place only when all are written, so a run that fails leaves none; a symbolic
+link is written where it points. A run too large for this machine's memory is
+refused before any work (exit status 2). More in docs/cli.md.";
 
 #[derive(Parser)]
 #[command(
@@ -252,14 +258,19 @@ impl MetricArgs {
 /// Where and in which precision to compute (every command that computes).
 #[derive(clap::Args)]
 pub struct ComputeArgs {
-    /// Where to compute: auto is the GPU if one is usable, else the CPU
+    /// Where to compute: gpu, the GPUs of --gpus; auto, the same when they
+    /// can be used, else the CPU; cpu
+    ///
+    /// With gpu, a GPU of --gpus that is missing or unusable (for all: no
+    /// usable GPU) is an error, exit status 1; auto computes on the CPU
+    /// instead, with a warning on stderr saying why.
     #[arg(long, default_value = "auto", value_parser = device_parser())]
     device: Device,
     /// Floating-point precision of the computation
     #[arg(long, default_value = "f64", value_parser = precision_parser())]
     precision: Precision,
     /// The GPUs to compute on: all (every usable one) or ordinals, e.g. 0,1
-    /// [default: all]
+    /// (--device says what happens when they cannot be used) [default: all]
     #[arg(long, value_name = "LIST", value_parser = target::gpus_parser)]
     gpus: Option<GpuSet>,
 }
@@ -315,24 +326,10 @@ fn precision_parser() -> impl TypedValueParser<Value = Precision> {
 }
 
 impl ComputeArgs {
-    /// Where `--device` and `--gpus` compute here; a GPU of `--gpus` that
-    /// does not exist or cannot be used is an error before any work.
+    /// Where `--device` and `--gpus` compute here ([`resolve`]), decided
+    /// before any work.
     pub fn backend(&self) -> Result<Target, Failure> {
-        let gpus = self.gpus()?;
-        if !gpus.is_all() {
-            if let Some(reason) = gpu::kernels_build_error() {
-                return Err(Failure::runtime(format!(
-                    "no usable GPU: {}",
-                    kernels_missing(reason)
-                )));
-            }
-            let backend = Backend::resolve_on(Device::Gpu, gpus)?;
-            return Ok(Target { backend, gpus });
-        }
-        Ok(Target {
-            backend: resolve_backend(self.device)?,
-            gpus,
-        })
+        resolve(self.device, self.gpus()?)
     }
 
     /// The GPUs `--gpus` names (default: all); a usage error with
@@ -346,6 +343,14 @@ impl ComputeArgs {
         Ok(self.gpus.unwrap_or_default())
     }
 
+    /// Bytes of one value in the precision: 4 or 8.
+    pub fn precision_bytes(&self) -> usize {
+        match self.precision {
+            Precision::F32 => size_of::<f32>(),
+            Precision::F64 => size_of::<f64>(),
+        }
+    }
+
     /// `f32` or `f64`.
     pub fn precision_name(&self) -> &'static str {
         match self.precision {
@@ -355,30 +360,27 @@ impl ComputeArgs {
     }
 }
 
-/// The backend for `device`. When `auto` falls back to the CPU, one notice
-/// on stderr says why; when the GPU is wanted (auto or gpu) but this build
-/// has no GPU kernels, that line (or gpu's failure) says so first of all.
-pub fn resolve_backend(device: Device) -> Result<Backend, Failure> {
-    if device != Device::Cpu {
-        if let Some(reason) = gpu::kernels_build_error() {
-            let missing = kernels_missing(reason);
-            if device == Device::Gpu {
-                return Err(Failure::runtime(format!("no usable GPU: {missing}")));
-            }
-            eprintln!("timewarp: {missing}; computing on the CPU");
-            return Ok(Backend::Cpu);
-        }
+/// Where to compute, one rule for every command and every `--gpus`: `cpu`
+/// is the CPU; `gpu` is the GPUs of `gpus`, and a failure when one listed
+/// (for `all`: every one) is missing or unusable; `auto` is the same GPUs
+/// when they can be used, else the CPU, with one line on stderr saying why.
+pub fn resolve(device: Device, gpus: GpuSet) -> Result<Target, Failure> {
+    if device == Device::Cpu {
+        return Ok(Target::CPU);
     }
-    let backend = Backend::resolve(device)?;
-    if device == Device::Auto && !backend.is_gpu() {
-        if let Err(error) = Gpu::get() {
-            eprintln!(
-                "timewarp: no usable GPU ({}); computing on the CPU",
-                gpu_unavailable_reason(error)
-            );
-        }
+    let why_not = match gpu::kernels_build_error() {
+        Some(reason) => kernels_missing(reason),
+        None => match Backend::resolve_on(Device::Gpu, gpus) {
+            Ok(backend) => return Ok(Target { backend, gpus }),
+            Err(error) if device == Device::Gpu => return Err(error.into()),
+            Err(error) => format!("no usable GPU ({})", gpu_unavailable_reason(error)),
+        },
+    };
+    if device == Device::Gpu {
+        return Err(Failure::runtime(format!("no usable GPU: {why_not}")));
     }
-    Ok(backend)
+    eprintln!("timewarp: {why_not}; computing on the CPU");
+    Ok(Target::CPU)
 }
 
 /// One line: this build has no GPU kernels, and why. `reason` is the build's
@@ -568,10 +570,13 @@ mod tests {
         let Some(reason) = gpu::kernels_build_error() else {
             return; // a build with kernels: nothing to check here
         };
-        assert!(matches!(resolve_backend(Device::Auto), Ok(Backend::Cpu)));
-        let failure = resolve_backend(Device::Gpu).err().unwrap();
-        assert_eq!(failure.status, 1);
-        assert!(failure.message.contains(&kernels_missing(reason)));
+        for gpus in [GpuSet::all(), "0,1".parse().unwrap()] {
+            let auto = resolve(Device::Auto, gpus).unwrap();
+            assert!(!auto.is_gpu());
+            let failure = resolve(Device::Gpu, gpus).err().unwrap();
+            assert_eq!(failure.status, 1);
+            assert!(failure.message.contains(&kernels_missing(reason)));
+        }
     }
 
     #[test]

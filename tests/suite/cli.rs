@@ -513,7 +513,10 @@ fn bench_json_parses() {
             (4, "f32", "cpu")
         );
         assert!(row.seconds > 0.0 && row.gcups > 0.0);
-        assert_eq!(row.speedup_vs_cpu, Some(1.0));
+        assert_eq!(
+            row.speedup_vs_cpu, None,
+            "the CPU alone: nothing to compare"
+        );
         // Every record names the build of the kernels.
         assert_eq!(row.ptx_rustc.as_deref(), gpu::ptx_rustc_version());
         assert_eq!(row.ptx_toolchain.as_deref(), gpu::ptx_toolchain());
@@ -959,14 +962,44 @@ fn bench_table() {
             "{out}"
         );
     }
+    // The CPU alone: no speedup (it would compare the CPU with itself),
+    // and no GPU setup after the table.
     assert!(
-        lines[1].contains("GCUPS") && lines[1].contains("speedup"),
+        lines[1].contains("GCUPS") && !lines[1].contains("speedup"),
         "{out}"
     );
     assert!(
         lines[2].starts_with("dtw") && lines[3].starts_with("twed"),
         "{out}"
     );
+    assert!(!lines[2].ends_with('x'), "{out}");
+}
+
+/// `bench` without `--device` on a machine with no GPU: the CPU alone,
+/// so neither a speedup column nor the driver's start after the table.
+#[test]
+fn cpu_bench_shows_no_speedup_and_no_driver() {
+    if timewarp::gpu::Gpu::get().is_ok() {
+        crate::common::skip("cpu_bench_shows_no_speedup_and_no_driver", "there is a GPU");
+        return;
+    }
+    let output = timewarp()
+        .args(["bench", "--metric", "dtw", "--lengths", "8", "--count", "3"])
+        .args(["--repeats", "1"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        !stdout.contains("speedup") && !stdout.contains("1.00x"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("driver") && !stdout.contains("setup"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
 }
 
 #[test]
@@ -1416,17 +1449,19 @@ fn messages_and_tables_read_right() {
 }
 
 /// `--gpus`: a list that does not parse or comes with `--device cpu` is a
-/// usage error; a GPU that does not exist (or no GPU at all) is a one-line
-/// runtime error before any work.
+/// usage error. GPUs that cannot be used follow one rule, whether `all` or
+/// listed: `--device auto` computes on the CPU with a warning saying why,
+/// `--device gpu` fails with one line, exit status 1, before any work.
 #[test]
 fn gpus_option_errors() {
     let train = bundled("GunPoint_TRAIN.ts");
     let train = train.to_str().unwrap();
     let commands: [&[&str]; 3] = [
-        &["distance", train, "--metric", "dtw"],
+        &["distance", train, "--metric", "dtw", "--band", "2"],
         &["knn", "--train", train, "--test", train, "--metric", "dtw"],
-        &["bench", "--lengths", "4", "--count", "2"],
+        &["bench", "--lengths", "4", "--count", "2", "--repeats", "1"],
     ];
+    let gpu = timewarp::gpu::Gpu::get().is_ok();
     for command in commands {
         let output = timewarp()
             .args(command)
@@ -1446,13 +1481,262 @@ fn gpus_option_errors() {
             .args(command)
             .args(["--gpus", "0", "--device", "cpu"]);
         expect_failure(&mut on_cpu, &["--gpus", "--device cpu"], 2);
-        let mut missing = timewarp();
-        missing.args(command).args(["--gpus", "63"]);
-        let needle = if timewarp::gpu::Gpu::get().is_ok() {
+
+        let missing = if gpu {
             "there is no GPU 63"
         } else {
             "no usable GPU"
         };
-        expect_failure(&mut missing, &[needle], 1);
+        let mut wanted = timewarp();
+        wanted
+            .args(command)
+            .args(["--gpus", "63", "--device", "gpu"]);
+        expect_failure(&mut wanted, &[missing], 1);
+        // auto: the CPU instead, saying why, for a list as for all.
+        let lists: &[&str] = if gpu { &["63"] } else { &["63", "0,1", "all"] };
+        for list in lists {
+            let output = timewarp()
+                .args(command)
+                .args(["--gpus", list])
+                .assert()
+                .success()
+                .get_output()
+                .clone();
+            let stderr = String::from_utf8(output.stderr).unwrap();
+            let warning = stderr.lines().find(|l| l.starts_with("timewarp: "));
+            let warning = warning.unwrap_or_default();
+            assert!(
+                warning.ends_with("; computing on the CPU"),
+                "--gpus {list}: {stderr}"
+            );
+            if gpu {
+                assert!(warning.contains(missing), "{stderr}");
+            }
+            if command[0] != "bench" {
+                assert!(stderr.contains(" on cpu "), "--gpus {list}: {stderr}");
+            }
+        }
+    }
+}
+
+/// Files in `dir` left by an output written part way (`.NAME.partial.EXT`).
+fn partial_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("partial"))
+        .collect()
+}
+
+/// A matrix or a bench that could never fit this machine is refused
+/// before any work: one line naming the bytes, exit status 2, no output.
+#[test]
+fn runs_too_large_for_memory_fail_before_any_work() {
+    let dir = TempDir::new().unwrap();
+    // 200,000 series of one sample: 320 GB of distances in f64.
+    let many = dir.path().join("many.npy");
+    write_npy(&many, &Array2::<f64>::zeros((200_000, 1))).unwrap();
+    let out = dir.path().join("big.npy");
+    let mut distance = timewarp();
+    distance
+        .args(["distance", "--metric", "dtw", "--device", "cpu"])
+        .arg(&many)
+        .arg("--out")
+        .arg(&out);
+    expect_failure(
+        &mut distance,
+        &[
+            "200000 x 200000 distance matrix in f64",
+            "(320000000000 bytes)",
+        ],
+        2,
+    );
+    assert!(!out.exists());
+    let mut bench = timewarp();
+    bench.args(["bench", "--device", "cpu", "--count", "100"]);
+    bench.args(["--queries", "1000000000"]);
+    expect_failure(&mut bench, &["1000000000 queries", "bytes", "--queries"], 2);
+    // Past what a usize counts.
+    let mut bench = timewarp();
+    bench.args(["bench", "--device", "cpu", "--count", "4000000000"]);
+    bench.args(["--queries", "4000000000000", "--metric", "dtw"]);
+    expect_failure(&mut bench, &["more than this machine can address"], 2);
+}
+
+/// An output path that is a symbolic link is written where it points (the
+/// link stays a link), relative links from the link's folder, a dangling
+/// link creating its target; plots alike.
+#[test]
+fn outputs_are_written_through_symbolic_links() {
+    let dir = TempDir::new().unwrap();
+    let data = write_every_format(dir.path())[3].clone();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("real.csv"), "old\n").unwrap();
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink("sub/real.csv", &link).unwrap();
+    let dangling = dir.path().join("new.npy");
+    std::os::unix::fs::symlink(sub.join("made.npy"), &dangling).unwrap();
+    let plot = dir.path().join("plot.svg");
+    std::os::unix::fs::symlink("sub/real.svg", &plot).unwrap();
+    let expected: Array2<f64> = cli_matrix(&data, None, &["--metric", "dtw"]);
+    for (out, extra) in [(&link, None), (&dangling, Some(&plot))] {
+        let mut command = timewarp();
+        command
+            .args(["distance", "--metric", "dtw", "--device", "cpu"])
+            .arg(&data)
+            .arg("--out")
+            .arg(out);
+        if let Some(plot) = extra {
+            command.arg("--plot").arg(plot);
+        }
+        command.assert().success();
+    }
+    for path in [&link, &dangling, &plot] {
+        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
+        assert!(kind.is_symlink(), "{} was replaced", path.display());
+    }
+    let text = std::fs::read_to_string(sub.join("real.csv")).unwrap();
+    assert_same_bits(&parse_csv::<f64>(&text), &expected);
+    let made: Array2<f64> = read_npy(sub.join("made.npy")).unwrap();
+    assert_same_bits(&made, &expected);
+    assert!(std::fs::read_to_string(sub.join("real.svg"))
+        .unwrap()
+        .contains("<svg"));
+    assert!(partial_files(dir.path()).is_empty() && partial_files(&sub).is_empty());
+}
+
+/// A plot that cannot be written: one line naming it and the system's
+/// reason, exit status 2, and no output of the run left: refused before
+/// any work where the folder shows it, else (a full disk, here /dev/full
+/// through a link) the `--out` written beside it is removed.
+#[test]
+fn a_plot_that_cannot_be_written_leaves_no_outputs() {
+    let dir = TempDir::new().unwrap();
+    let data = write_every_format(dir.path())[0].clone();
+    let out = dir.path().join("d.csv");
+    let run = |plot: &Path, needles: &[&str]| {
+        let mut command = timewarp();
+        command
+            .args(["distance", "--metric", "dtw", "--device", "cpu"])
+            .arg(&data)
+            .arg("--out")
+            .arg(&out)
+            .arg("--plot")
+            .arg(plot);
+        expect_error_line(&mut command, needles);
+        assert!(!out.exists());
+        assert!(partial_files(dir.path()).is_empty());
+    };
+    // Its folder is a file.
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    run(&file.join("m.png"), &["m.png", "no folder"]);
+    if !Path::new("/dev/full").exists() {
+        crate::common::skip(
+            "a_plot_that_cannot_be_written_leaves_no_outputs",
+            "no /dev/full to fill",
+        );
+        return;
+    }
+    let full = dir.path().join("full.png");
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    run(&full, &["full.png: ", "(os error 28)"]);
+    // The same for knn, whose accuracy would be printed last.
+    let labelled = write_every_format(dir.path())[1].clone();
+    let mut knn = timewarp();
+    knn.args(["knn", "--metric", "dtw", "--device", "cpu", "--train"])
+        .arg(&labelled)
+        .arg("--test")
+        .arg(&labelled)
+        .arg("--plot")
+        .arg(&full);
+    expect_error_line(&mut knn, &["full.png: ", "(os error 28)"]);
+}
+
+/// Exit status 2, nothing on stdout, and one `timewarp:` line on stderr
+/// (after the computation's own lines) holding every needle.
+fn expect_error_line(command: &mut Command, needles: &[&str]) {
+    let output = command.assert().code(2).stdout("").get_output().clone();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("timewarp: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    for needle in needles {
+        assert!(errors[0].contains(needle), "{stderr:?} lacks {needle:?}");
+    }
+}
+
+/// A matrix too large to draw: the plot alone is left out, with a warning,
+/// and the matrix is written.
+#[test]
+fn a_plot_too_large_is_left_out_and_the_matrix_written() {
+    let dir = TempDir::new().unwrap();
+    let data = dir.path().join("600.npy");
+    let series = Array2::from_shape_fn((600, 3), |(i, t)| (i * 3 + t) as f64 * 0.01);
+    write_npy(&data, &series).unwrap();
+    let (out, plot) = (dir.path().join("d.npy"), dir.path().join("m.png"));
+    let output = timewarp()
+        .args(["distance", "--metric", "dtw", "--device", "cpu"])
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .arg("--plot")
+        .arg(&plot)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("timewarp: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("A (rows) has 600, more than the 500")
+            && warnings[0].contains("leaving out the plot"),
+        "{stderr}"
+    );
+    let matrix: Array2<f64> = read_npy(&out).unwrap();
+    assert_eq!(matrix.dim(), (600, 600));
+    assert!(!plot.exists());
+}
+
+/// Every command draws at the smallest size allowed, 200 x 200 pixels.
+#[test]
+fn plots_at_the_smallest_size() {
+    let dir = TempDir::new().unwrap();
+    let (test, train) = (bundled("GunPoint_TEST.ts"), bundled("GunPoint_TRAIN.ts"));
+    let plot = |name: &str| dir.path().join(name);
+    let runs: [(&[&str], &str); 3] = [
+        (&["distance", "--metric", "dtw", "--band", "2"], "d.png"),
+        (&["align", "--metric", "dtw", "--index", "0", "3"], "a.png"),
+        (
+            &["knn", "--metric", "dtw", "--band", "2", "--train"],
+            "k.png",
+        ),
+    ];
+    for (args, name) in runs {
+        let mut command = timewarp();
+        command.args(args);
+        if args[0] == "knn" {
+            command.arg(&train).arg("--test");
+        }
+        command.arg(&test);
+        if args[0] == "align" {
+            command.arg(&train);
+        }
+        command
+            .args(["--device", "cpu", "--plot-size", "200x200", "--plot"])
+            .arg(plot(name))
+            .assert()
+            .success();
+        let bytes = std::fs::read(plot(name)).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!((word(16), word(20)), (200, 200), "{name}");
     }
 }

@@ -192,7 +192,9 @@ pub fn bench_case<T: Float>(plan: &Plan, context: &CaseContext) -> Result<Vec<Ro
             backend: name,
             mode: mode_name,
             band: context.band,
-            speedup_vs_cpu: cpu_seconds.map(|cpu| cpu / timing.seconds),
+            speedup_vs_cpu: cpu_seconds
+                .filter(|_| plan.compares())
+                .map(|cpu| cpu / timing.seconds),
             timing,
             pinned_input: plan.pinned_input,
             gpu_shares,

@@ -7,9 +7,9 @@ mod probe;
 mod report;
 mod timing;
 
+use super::memory::check_fits;
 use super::{
-    check_variants_apply, print, progress_bar, ptx_build, resolve_backend, ComputeArgs, Failure,
-    MetricKind,
+    check_variants_apply, print, progress_bar, ptx_build, resolve, ComputeArgs, Failure, MetricKind,
 };
 use case::{bench_case, CaseContext};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -18,7 +18,7 @@ use std::time::Duration;
 use timewarp::data::{cbf, random_normal};
 use timewarp::formats;
 use timewarp::gpu::{self, Gpu};
-use timewarp::{Device, Dtw, GpuSet, Metric, Precision, SeriesSet, Variant};
+use timewarp::{Dtw, GpuSet, Metric, Precision, SeriesSet, Variant};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -67,7 +67,8 @@ Examples:
 Each case computes Q query series against N reference series (Q*N pairs of
 length x length cells; Q = N unless --queries says otherwise), or every pair
 of a file's series once (--file), from host arrays to host matrix, and
-reports the median time of the timed runs.
+reports the median time of the timed runs. Cases whose series and results
+cannot fit this machine's memory are refused before any work.
 
 Where: --device auto (the default) is what `timewarp distance` picks, the
 GPUs when there is a usable one, else the CPU; on a GPU, each case is timed
@@ -79,14 +80,15 @@ queries, run twice) estimate one run's time from the cells, and a variant
 over --limit-seconds is skipped with the estimate on stderr, as is one that
 cannot take the case's shapes. --with-cpu times the CPU too (skipped in the
 same way), and the speedup column is the CPU's time over the row's, both
-measured in this run; the CPU times only its first `timed` queries (about
+measured in this run (no speedup column, and null in JSON, when the CPU alone
+is timed); the CPU times only its first `timed` queries (about
 a second's worth) and scales the time to all Q. Each case prints a line on
 stderr when it starts.
 
 GCUPS: cells per second / 1e9. first ms: the case's first call on that GPU
 backend in this process (the warm-up), which pays what later calls do not
 (loading the kernel's module, allocating the pipeline's buffers); after the
-table, the process's one-time setup is listed (the driver's start, each
+table, when a GPU was timed, the process's one-time setup is listed (the driver's start, each
 GPU's context, each kernel's module load, streams, pinned buffers; with
 --json on stderr). The table's first line, and every JSON record
 (ptx_rustc, ptx_toolchain, ptx_target, ptx_hash), name the build of the GPU
@@ -245,12 +247,46 @@ fn variants_for(mode: Mode, resident: bool) -> Vec<Variant> {
         .collect()
 }
 
+/// Bytes the generated cases take at once: every case's series in f64
+/// (all made up front), and the largest case's copy in the precision of
+/// the run (`precision` bytes a value) with its results; `None` past
+/// `usize`.
+fn generated_bytes(
+    lengths: &[usize],
+    queries: usize,
+    count: usize,
+    mode: Mode,
+    precision: usize,
+) -> Option<usize> {
+    let (mut all, mut largest) = (0usize, 0usize);
+    for &length in lengths {
+        let samples = queries.checked_add(count)?.checked_mul(length)?;
+        all = all.checked_add(samples.checked_mul(size_of::<f64>())?)?;
+        let results = match mode {
+            Mode::Matrix => queries.checked_mul(count)?,
+            Mode::Paired => queries,
+            Mode::PairedGradient => queries.checked_mul(length)?.checked_add(queries)?,
+        };
+        let case = samples.checked_add(results)?.checked_mul(precision)?;
+        largest = largest.max(case);
+    }
+    all.checked_add(largest)
+}
+
 /// The measure with its default parameters and a band of `radius`.
 fn with_band(metric: Metric, radius: Option<usize>) -> Metric {
     match (metric, radius) {
         (Metric::Dtw(_), Some(r)) => Dtw::with_band(r).into(),
         (Metric::SoftDtw(soft), Some(r)) => soft.with_band(r).into(),
         (metric, _) => metric,
+    }
+}
+
+impl Plan {
+    /// Whether the CPU is timed as the reference of a GPU: the speedup
+    /// column compares them.
+    fn compares(&self) -> bool {
+        self.cpu && self.gpu.is_some()
     }
 }
 
@@ -352,7 +388,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ));
     }
     let gpus = args.compute.gpus()?;
-    let timing_gpu = gpu_is_timed(args.compute.device, gpus)?;
+    let timing_gpu = resolve(args.compute.device, gpus)?.is_gpu();
     for (flag, given) in [
         ("--resident", args.resident),
         ("--pinned-input", args.pinned_input),
@@ -394,6 +430,24 @@ pub fn run(args: Args) -> Result<(), Failure> {
         precision: args.compute.precision,
     };
     let precision = args.compute.precision_name();
+    if args.file.is_none() {
+        check_fits(
+            &format!(
+                "the generated series and results ({} x {}, length up to {}, {precision})",
+                super::counted(queries, "query", "queries"),
+                super::counted(count, "reference", "references"),
+                args.lengths.iter().max().unwrap_or(&0)
+            ),
+            generated_bytes(
+                &args.lengths,
+                queries,
+                count,
+                mode,
+                args.compute.precision_bytes(),
+            ),
+            "use fewer --queries or --count, or shorter --lengths",
+        )?;
+    }
     let runs = super::counted(args.repeats, "run", "runs");
     let cpu_note = if plan.cpu {
         "; the CPU times about a second's worth of queries and scales up"
@@ -403,6 +457,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let cases: Vec<(usize, Case)> = match &args.file {
         Some(path) => {
             let set = formats::read_dataset(path)?.to_series_set::<f64>()?;
+            let n = set.len();
+            check_fits(
+                &format!("the {n} x {n} matrix of {} in {precision}", path.display()),
+                n.checked_mul(n)
+                    .and_then(|cells| cells.checked_mul(args.compute.precision_bytes())),
+                "use a file of fewer series",
+            )?;
             eprintln!(
                 "bench: every pair of the {} series of {} once, {precision}, median of up to {runs} \
                  after a warm-up{cpu_note}",
@@ -472,7 +533,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         if plan.pinned_input {
             header += "# batches in page-locked host memory (--pinned-input)\n";
         }
-        print(&(header + &table_line(None)))?;
+        print(&(header + &table_line(None, plan.compares())))?;
     }
     for (length, case) in &cases {
         for &metric in &metrics {
@@ -482,7 +543,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 if args.json {
                     return Ok(());
                 }
-                bar.suspend(|| print(&(table_line(Some(row)) + &share_lines(row))))
+                bar.suspend(|| print(&(table_line(Some(row), plan.compares()) + &share_lines(row))))
             };
             let context = CaseContext {
                 case,
@@ -502,7 +563,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
     }
     bar.finish_and_clear();
-    let setup = setup_lines(&gpu::setup_steps());
+    // The setup of the GPUs timed; without one there is nothing to list
+    // (a driver looked for and not found is no setup).
+    let setup = match used.is_empty() {
+        true => String::new(),
+        false => setup_lines(&gpu::setup_steps()),
+    };
     if args.json {
         print(&json(&rows))?;
         eprint!("{setup}");
@@ -510,16 +576,4 @@ pub fn run(args: Args) -> Result<(), Failure> {
     } else {
         print(&setup)
     }
-}
-
-/// Whether `--device` and `--gpus` time a GPU here; a GPU of `--gpus`
-/// that does not exist is an error before any work.
-fn gpu_is_timed(device: Device, gpus: GpuSet) -> Result<bool, Failure> {
-    if device == Device::Cpu {
-        return Ok(false);
-    }
-    if !gpus.is_all() {
-        timewarp::Backend::resolve_on(Device::Gpu, gpus)?;
-    }
-    Ok(resolve_backend(device)?.is_gpu())
 }

@@ -98,8 +98,29 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-/// One line of the table: its header, or a row.
-pub fn table_line(row: Option<&Row>) -> String {
+/// Each column's width, whether its text is left-aligned, and the space
+/// before it.
+const LAYOUT: [(usize, bool, &str); 12] = [
+    (20, true, ""),
+    (8, false, " "),
+    (7, false, " "),
+    (8, false, " "),
+    (7, false, " "),
+    (9, true, "  "),
+    (15, true, "  "),
+    (8, true, " "),
+    (10, false, " "),
+    (9, false, " "),
+    (8, false, " "),
+    (9, false, " "),
+];
+/// The speedup column's place.
+const SPEEDUP: usize = 10;
+
+/// One line of the table: its header, or a row; `speedup` includes the
+/// speedup column (when the CPU and a GPU are both timed, else it
+/// compares nothing).
+pub fn table_line(row: Option<&Row>, speedup: bool) -> String {
     let cells: [String; 12] = match row {
         None => [
             "metric",
@@ -134,21 +155,19 @@ pub fn table_line(row: Option<&Row>) -> String {
                 .map_or("-".into(), |s| three_significant_digits(s * 1e3)),
         ],
     };
-    format!(
-        "{:<20} {:>8} {:>7} {:>8} {:>7}  {:<9}  {:<15} {:<8} {:>10} {:>9} {:>8} {:>9}\n",
-        cells[0],
-        cells[1],
-        cells[2],
-        cells[3],
-        cells[4],
-        cells[5],
-        cells[6],
-        cells[7],
-        cells[8],
-        cells[9],
-        cells[10],
-        cells[11]
-    )
+    let mut line = String::new();
+    for (k, (cell, (width, left, space))) in cells.iter().zip(LAYOUT).enumerate() {
+        if k == SPEEDUP && !speedup {
+            continue;
+        }
+        line += space;
+        line += &if left {
+            format!("{cell:<width$}")
+        } else {
+            format!("{cell:>width$}")
+        };
+    }
+    line + "\n"
 }
 
 /// Each GPU's share of a row, a line each, when several GPUs shared it.
@@ -373,8 +392,8 @@ mod tests {
             ""
         );
         assert_eq!(share_lines(&row(None)), "");
-        assert!(table_line(Some(&two)).trim_end().ends_with(" 12.5"));
-        assert!(table_line(None).trim_end().ends_with("first ms"));
+        assert!(table_line(Some(&two), true).trim_end().ends_with(" 12.5"));
+        assert!(table_line(None, true).trim_end().ends_with("first ms"));
         let json = json(&[two]);
         for needle in [
             "\"first_call_seconds\": 0.0125",

@@ -2,8 +2,13 @@
 //! the samples it matches, and for pairs small enough the matrix (costs or
 //! expected alignment) with the path over it.
 
-use super::heatmap::HeatMap;
+use super::heatmap::{format_tick, HeatMap};
+use super::layout::{
+    draw_title, ellipsize, label_count, text_height, text_width, tick_count, SMALL,
+};
 use super::{failed, Figure};
+use plotters::coord::ranged1d::Ranged;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -27,32 +32,66 @@ pub struct AlignmentFigure {
 const X_COLOUR: RGBColor = RGBColor(31, 119, 180);
 const Y_COLOUR: RGBColor = RGBColor(255, 127, 14);
 
+/// Narrowest room for the matrix beside the series; a narrower figure
+/// shows the series alone.
+const MIN_MATRIX_WIDTH: u32 = 260;
+
 impl Figure for AlignmentFigure {
     fn draw<B: DrawingBackend>(&self, root: &DrawingArea<B, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(failed)?;
-        let (width, _) = root.dim_in_pixel();
-        let (top, root) = root.split_vertically(36);
-        let title = ("sans-serif", 22).into_font().color(&BLACK);
-        let centred = title.pos(Pos::new(HPos::Center, VPos::Center));
-        top.draw(&Text::new(
-            self.title.clone(),
-            (width as i32 / 2, 20),
-            centred,
-        ))
-        .map_err(failed)?;
+        let body = draw_title(root, &self.title)?;
+        let (width, _) = body.dim_in_pixel();
         let series_area = match &self.matrix {
-            Some(matrix) => {
-                let (left, right) = root.split_horizontally(width * 11 / 20);
+            Some(matrix) if width * 9 / 20 >= MIN_MATRIX_WIDTH => {
+                let (left, right) = body.split_horizontally(width * 11 / 20);
                 matrix.draw(&right)?;
                 left
             }
-            None => root.clone(),
+            _ => body,
         };
+        let series_area = self.draw_legend(&series_area)?;
         self.draw_series(&series_area)
     }
 }
 
 impl AlignmentFigure {
+    /// The series' names and colours above the chart, on one line where
+    /// they fit, else one a line; returns the area below.
+    fn draw_legend<B: DrawingBackend>(
+        &self,
+        area: &DrawingArea<B, Shift>,
+    ) -> Result<DrawingArea<B, Shift>, String> {
+        const SWATCH: u32 = 20;
+        let (width, _) = area.dim_in_pixel();
+        let room = width.saturating_sub(2 * SWATCH);
+        let names = [&self.x_name, &self.y_name].map(|n| ellipsize(n, room, SMALL));
+        let entry = |name: &str| SWATCH + 6 + text_width(name, SMALL) + SWATCH;
+        let one_line = names.iter().map(|n| entry(n)).sum::<u32>() <= width;
+        let line = text_height(SMALL) + 6;
+        let lines = if one_line { 1 } else { 2 };
+        let (top, rest) = area.split_vertically(line * lines + 4);
+        let mut at = (SWATCH as i32 / 2, line as i32 / 2);
+        for (name, colour) in names.iter().zip([X_COLOUR, Y_COLOUR]) {
+            let (x, y) = at;
+            top.draw(&PathElement::new(
+                vec![(x, y), (x + SWATCH as i32, y)],
+                colour.stroke_width(3),
+            ))
+            .map_err(failed)?;
+            let style = ("sans-serif", SMALL)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Center));
+            top.draw(&Text::new(name.clone(), (x + SWATCH as i32 + 6, y), style))
+                .map_err(failed)?;
+            at = match one_line {
+                true => (x + entry(name) as i32, y),
+                false => (x, y + line as i32),
+            };
+        }
+        Ok(rest)
+    }
+
     fn draw_series<B: DrawingBackend>(&self, area: &DrawingArea<B, Shift>) -> Result<(), String> {
         let all = self.x.iter().chain(&self.y).copied();
         let low = all.clone().fold(f64::INFINITY, f64::min);
@@ -61,23 +100,39 @@ impl AlignmentFigure {
         // The first series drawn above the second, clear of it.
         let shift = 1.25 * span;
         let length = self.x.len().max(self.y.len()) as f64;
+        let (bottom, top) = (low - 0.1 * span, high + shift + 0.1 * span);
+        let line = text_height(SMALL);
+        let x_area = 3 * line + 8;
+        // Room for the widest value label, on an axis as tall as the chart's.
+        let (_, height) = area.dim_in_pixel();
+        let values = RangedCoordf64::from(bottom..top)
+            .key_points(label_count(height.saturating_sub(x_area + 16), line));
+        let widest = values.iter().map(|&v| text_width(&format_tick(v), SMALL));
         let mut chart = ChartBuilder::on(area)
-            .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(
-                -0.5..length - 0.5,
-                low - 0.1 * span..high + shift + 0.45 * span,
-            )
+            .margin(8)
+            .x_label_area_size(x_area)
+            .y_label_area_size(widest.max().unwrap_or(0) + 2 * line + 16)
+            .build_cartesian_2d(-0.5..length - 0.5, bottom..top)
             .map_err(failed)?;
+        let (plot_width, plot_height) = chart.plotting_area().dim_in_pixel();
+        let sample = |v: f64| format!("{}", v.round() as i64);
+        // Whole samples only: no more ticks than samples.
+        let x_ticks = tick_count(plot_width, -0.5..length - 0.5, sample).min(length as usize);
+        let y_ticks = label_count(plot_height, line);
         chart
             .configure_mesh()
             .disable_mesh()
-            .x_desc("sample")
-            .y_desc("value (first series shifted up)")
-            .label_style(("sans-serif", 14))
-            .x_label_formatter(&|v| format!("{}", v.round() as i64))
-            .y_label_formatter(&|v| super::heatmap::format_tick(*v))
+            .x_desc(ellipsize("sample", plot_width, SMALL))
+            .y_desc(ellipsize(
+                "value (first series shifted up)",
+                plot_height,
+                SMALL,
+            ))
+            .label_style(("sans-serif", SMALL))
+            .x_labels(x_ticks)
+            .y_labels(y_ticks)
+            .x_label_formatter(&|v| sample(*v))
+            .y_label_formatter(&|v| format_tick(*v))
             .draw()
             .map_err(failed)?;
         let lines = self.links.iter().map(|&(i, j, weight)| {
@@ -95,15 +150,11 @@ impl AlignmentFigure {
             .map(|(i, &v)| (i as f64, v + shift));
         chart
             .draw_series(LineSeries::new(x_points, X_COLOUR.stroke_width(2)))
-            .map_err(failed)?
-            .label(&self.x_name)
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], X_COLOUR.stroke_width(3)));
+            .map_err(failed)?;
         let y_points = self.y.iter().enumerate().map(|(j, &v)| (j as f64, v));
         chart
             .draw_series(LineSeries::new(y_points, Y_COLOUR.stroke_width(2)))
-            .map_err(failed)?
-            .label(&self.y_name)
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], Y_COLOUR.stroke_width(3)));
+            .map_err(failed)?;
         let marks = self
             .deleted_x
             .iter()
@@ -111,14 +162,6 @@ impl AlignmentFigure {
         let marks = marks.chain(self.deleted_y.iter().map(|&j| (j as f64, self.y[j])));
         chart
             .draw_series(marks.map(|point| Circle::new(point, 4, RED.filled())))
-            .map_err(failed)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()
             .map_err(failed)?;
         Ok(())
     }

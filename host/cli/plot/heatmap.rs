@@ -1,6 +1,9 @@
 //! A matrix as a heat map with a colour bar: distance matrices (grouped by
 //! class when the files have labels) and confusion matrices.
 
+use super::layout::{
+    draw_title, ellipsize, label_count, text_height, text_width, tick_count, SMALL,
+};
 use super::{colour, failed, Figure};
 use ndarray::Array2;
 use plotters::coord::Shift;
@@ -26,9 +29,6 @@ pub struct HeatMap {
     pub path: Vec<(usize, usize)>,
 }
 
-/// Pixels of the colour bar at the right.
-const COLOUR_BAR: u32 = 120;
-
 impl HeatMap {
     fn range(&self) -> (f64, f64) {
         let finite = self.values.iter().copied().filter(|v| v.is_finite());
@@ -42,8 +42,9 @@ impl HeatMap {
     }
 }
 
-/// Where each group starts, and its middle, in rows or columns.
-fn boundaries(groups: &Groups) -> Vec<(f64, f64, &str)> {
+/// Where each group starts, its middle, in rows or columns, its name and
+/// its size.
+fn boundaries(groups: &Groups) -> Vec<(f64, f64, &str, usize)> {
     let mut start = 0;
     groups
         .iter()
@@ -52,6 +53,7 @@ fn boundaries(groups: &Groups) -> Vec<(f64, f64, &str)> {
                 start as f64,
                 start as f64 + *count as f64 / 2.0,
                 name.as_str(),
+                *count,
             );
             start += count;
             at
@@ -62,37 +64,49 @@ fn boundaries(groups: &Groups) -> Vec<(f64, f64, &str)> {
 impl Figure for HeatMap {
     fn draw<B: DrawingBackend>(&self, root: &DrawingArea<B, Shift>) -> Result<(), String> {
         root.fill(&WHITE).map_err(failed)?;
-        let (width, _) = root.dim_in_pixel();
-        let (main, bar) = root.split_horizontally(width.saturating_sub(COLOUR_BAR));
+        let body = draw_title(root, &self.title)?;
         let (n, m) = self.values.dim();
         let (low, high) = self.range();
+        let (width, _) = body.dim_in_pixel();
+        let bar_width = colour_bar_width(low, high);
+        let (main, bar) = body.split_horizontally(width.saturating_sub(bar_width));
         let grouped = self.row_groups.is_some() || self.column_groups.is_some();
-        // A title too long for large glyphs in the bitmap's 8x8 font
-        // (16 pixels a character) gets small ones.
-        let (main_width, _) = main.dim_in_pixel();
-        let title_size = if self.title.len() as u32 * 16 + 40 > main_width {
-            14
-        } else {
-            22
-        };
+        // Room for the row labels: indices, or the widest class name.
+        let row_names = self
+            .row_groups
+            .iter()
+            .flatten()
+            .map(|(name, _)| name.as_str());
+        let widest = row_names
+            .chain([n.to_string().as_str()])
+            .map(|name| text_width(name, SMALL))
+            .max()
+            .unwrap_or(0);
+        let line = text_height(SMALL);
+        let x_area = 3 * line + if grouped { 16 } else { 8 };
         let mut chart = ChartBuilder::on(&main)
-            .caption(&self.title, ("sans-serif", title_size))
-            .margin(12)
-            .x_label_area_size(if grouped { 60 } else { 45 })
-            .y_label_area_size(if grouped { 90 } else { 60 })
+            .margin(MARGIN)
+            .x_label_area_size(x_area)
+            .y_label_area_size(widest + 2 * line + 12)
             .build_cartesian_2d(0f64..m as f64, n as f64..0f64)
             .map_err(failed)?;
+        let (plot_width, plot_height) = chart.plotting_area().dim_in_pixel();
+        let index = |v: f64| format!("{}", v.floor() as i64);
+        let columns = tick_count(plot_width, 0.0..m as f64, index);
+        let label = |v: &f64| index(*v);
         let mut mesh = chart.configure_mesh();
         mesh.disable_mesh()
-            .x_desc(&self.x_label)
-            .y_desc(&self.y_label)
-            .label_style(("sans-serif", 14))
-            .x_label_formatter(&|v| format!("{}", v.floor() as i64))
-            .y_label_formatter(&|v| format!("{}", v.floor() as i64));
+            .x_desc(ellipsize(&self.x_label, plot_width, SMALL))
+            .y_desc(ellipsize(&self.y_label, plot_height, SMALL))
+            .label_style(("sans-serif", SMALL))
+            .x_label_formatter(&label)
+            .y_label_formatter(&label);
         if grouped {
             mesh.x_labels(0).y_labels(0);
-        } else if self.annotate {
-            mesh.x_labels(m.min(12) + 1).y_labels(n.min(12) + 1);
+        } else {
+            // No more ticks than cells, so that each names one.
+            mesh.x_labels(columns.min(m + 1))
+                .y_labels(label_count(plot_height, line).min(n + 1));
         }
         mesh.draw().map_err(failed)?;
         let cells = self.values.indexed_iter().map(|((i, j), &v)| {
@@ -104,20 +118,26 @@ impl Figure for HeatMap {
         });
         chart.draw_series(cells).map_err(failed)?;
         if self.annotate {
-            let labels = self.values.indexed_iter().map(|((i, j), &v)| {
+            let (cell_width, cell_height) =
+                (plot_width / m.max(1) as u32, plot_height / n.max(1) as u32);
+            let labels = self.values.indexed_iter().filter_map(|((i, j), &v)| {
+                let text = format!("{v}");
+                let fits = text_width(&text, SMALL) + 4 <= cell_width && line + 4 <= cell_height;
                 let ink = if (v - low) / (high - low) > 0.6 {
                     BLACK
                 } else {
                     WHITE
                 };
-                Text::new(
-                    format!("{v}"),
-                    (j as f64 + 0.5, i as f64 + 0.5),
-                    ("sans-serif", 16)
-                        .into_font()
-                        .color(&ink)
-                        .pos(Pos::new(HPos::Center, VPos::Center)),
-                )
+                fits.then(|| {
+                    Text::new(
+                        text,
+                        (j as f64 + 0.5, i as f64 + 0.5),
+                        ("sans-serif", SMALL)
+                            .into_font()
+                            .color(&ink)
+                            .pos(Pos::new(HPos::Center, VPos::Center)),
+                    )
+                })
             });
             chart.draw_series(labels).map_err(failed)?;
         }
@@ -130,50 +150,77 @@ impl Figure for HeatMap {
             chart.draw_series([line]).map_err(failed)?;
         }
         let separator = WHITE.stroke_width(2);
-        let name_style = ("sans-serif", 14).into_font().color(&BLACK);
-        for (start, middle, name) in self.row_groups.iter().flat_map(boundaries) {
+        let name_style = ("sans-serif", SMALL).into_font().color(&BLACK);
+        // A class's name where its rows (or columns) have room for it.
+        let row_pixels = plot_height as f64 / n.max(1) as f64;
+        let column_pixels = plot_width as f64 / m.max(1) as f64;
+        for (start, middle, name, count) in self.row_groups.iter().flat_map(boundaries) {
             if start > 0.0 {
-                let line = PathElement::new(vec![(0.0, start), (m as f64, start)], separator);
-                chart.draw_series([line]).map_err(failed)?;
+                let between = PathElement::new(vec![(0.0, start), (m as f64, start)], separator);
+                chart.draw_series([between]).map_err(failed)?;
             }
-            let (x, y) = chart.backend_coord(&(0.0, middle));
-            let style = name_style.clone().pos(Pos::new(HPos::Right, VPos::Center));
-            root.draw(&Text::new(name.to_string(), (x - 6, y), style))
-                .map_err(failed)?;
+            if count as f64 * row_pixels >= line as f64 {
+                let (x, y) = chart.backend_coord(&(0.0, middle));
+                let style = name_style.clone().pos(Pos::new(HPos::Right, VPos::Center));
+                root.draw(&Text::new(name.to_string(), (x - 6, y), style))
+                    .map_err(failed)?;
+            }
         }
-        for (start, middle, name) in self.column_groups.iter().flat_map(boundaries) {
+        for (start, middle, name, count) in self.column_groups.iter().flat_map(boundaries) {
             if start > 0.0 {
-                let line = PathElement::new(vec![(start, 0.0), (start, n as f64)], separator);
-                chart.draw_series([line]).map_err(failed)?;
+                let between = PathElement::new(vec![(start, 0.0), (start, n as f64)], separator);
+                chart.draw_series([between]).map_err(failed)?;
             }
-            let (x, y) = chart.backend_coord(&(middle, n as f64));
-            let style = name_style.clone().pos(Pos::new(HPos::Center, VPos::Top));
-            root.draw(&Text::new(name.to_string(), (x, y + 6), style))
-                .map_err(failed)?;
+            if count as f64 * column_pixels >= text_width(name, SMALL) as f64 + 4.0 {
+                let (x, y) = chart.backend_coord(&(middle, n as f64));
+                let style = name_style.clone().pos(Pos::new(HPos::Center, VPos::Top));
+                root.draw(&Text::new(name.to_string(), (x, y + 6), style))
+                    .map_err(failed)?;
+            }
         }
-        colour_bar(&bar, low, high)
+        colour_bar(&bar, low, high, x_area)
     }
 }
 
+/// Margin of the charts, in pixels.
+const MARGIN: u32 = 8;
+/// Width of the colour bar's strip.
+const STRIP: u32 = 20;
+
+/// The colour bar's width: its strip, and its labels of values from `low`
+/// to `high`.
+fn colour_bar_width(low: f64, high: f64) -> u32 {
+    let widest = [low, (low + high) / 2.0, high]
+        .map(|v| text_width(&format_tick(v), SMALL))
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    widest + STRIP + 3 * MARGIN
+}
+
 /// A vertical bar of the colour map from `low` (bottom) to `high`, with
-/// its values on an axis.
+/// its values on an axis, level with a map above `x_area` pixels of labels.
 fn colour_bar<B: DrawingBackend>(
     area: &DrawingArea<B, Shift>,
     low: f64,
     high: f64,
+    x_area: u32,
 ) -> Result<(), String> {
+    let (width, _) = area.dim_in_pixel();
     let mut chart = ChartBuilder::on(area)
-        .margin_top(50)
-        .margin_bottom(60)
-        .margin_right(8)
-        .y_label_area_size(70)
+        .margin_top(MARGIN)
+        .margin_bottom(MARGIN + x_area)
+        .margin_right(MARGIN)
+        .y_label_area_size(width.saturating_sub(STRIP + MARGIN))
         .build_cartesian_2d(0f64..1f64, low..high)
         .map_err(failed)?;
+    let (_, height) = chart.plotting_area().dim_in_pixel();
     chart
         .configure_mesh()
         .disable_mesh()
         .disable_x_axis()
-        .label_style(("sans-serif", 13))
+        .label_style(("sans-serif", SMALL))
+        .y_labels(label_count(height, text_height(SMALL)))
         .y_label_formatter(&|v| format_tick(*v))
         .draw()
         .map_err(failed)?;

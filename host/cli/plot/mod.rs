@@ -4,11 +4,13 @@
 
 mod alignment;
 mod heatmap;
+mod layout;
 mod pixel_text;
 
 pub use alignment::AlignmentFigure;
 pub use heatmap::HeatMap;
 
+use super::output::{check_destination, Outputs};
 use super::Failure;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -38,67 +40,40 @@ pub fn plot_size(text: &str) -> Result<(u32, u32), String> {
     }
 }
 
-/// Checks `--plot` before any work: `.svg` or `.png`, in an existing
-/// folder, not a folder itself.
+/// Checks `--plot` before any work: `.svg` or `.png`, a file that can be
+/// written.
 pub fn check_plot_path(path: &Path) -> Result<(), Failure> {
-    let fail = |problem: &str| Err(Failure::usage(format!("{}: {problem}", path.display())));
-    let extension = path.extension().map(|e| e.to_string_lossy().to_lowercase());
-    if !matches!(extension.as_deref(), Some("svg" | "png")) {
-        return fail("a plot must end in .svg or .png");
-    }
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !folder.is_dir() {
-        return fail("no such folder");
-    }
-    if path.is_dir() {
-        return fail("is a folder; give a file name ending in .svg or .png");
-    }
-    Ok(())
+    check_destination(path, &["svg", "png"], "a plot")
 }
 
-/// A usage error unless a side of `length` fits the limit of a figure.
-pub fn check_plot_limit(what: &str, length: usize, limit: usize) -> Result<(), Failure> {
-    if length > limit {
-        return Err(Failure::usage(format!(
-            "--plot: {what} has {length}, more than the {limit} a plot can show; \
-             leave out --plot"
-        )));
+/// `figure` drawn in memory, `size` in pixels: PNG bytes, or SVG text.
+/// Nothing here touches a file, so a failure is the figure's own.
+fn render(figure: &impl Figure, png: bool, size: (u32, u32)) -> Result<Vec<u8>, String> {
+    if !png {
+        let mut text = String::new();
+        {
+            let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
+            figure.draw(&root)?;
+            root.present().map_err(failed)?;
+        }
+        return Ok(text.into_bytes());
     }
-    Ok(())
-}
-
-/// Draws `figure` into `path` (`.svg` or `.png`, `size` in pixels)
-/// through a temporary file, renamed at the end.
-pub fn save(figure: &impl Figure, path: &Path, size: (u32, u32)) -> Result<(), Failure> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let extension = path
-        .extension()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .to_lowercase();
-    let temporary: PathBuf = path.with_file_name(format!(
-        ".{name}.{}.partial.{extension}",
-        std::process::id()
-    ));
-    let drawn = if extension == "png" {
-        let root = pixel_text::PixelText(BitMapBackend::new(&temporary, size)).into_drawing_area();
-        figure
-            .draw(&root)
-            .and_then(|()| root.present().map_err(failed))
-    } else {
-        let root = SVGBackend::new(&temporary, size).into_drawing_area();
-        figure
-            .draw(&root)
-            .and_then(|()| root.present().map_err(failed))
-    };
-    let result = drawn.and_then(|()| std::fs::rename(&temporary, path).map_err(failed));
-    result.map_err(|problem| {
-        let _ = std::fs::remove_file(&temporary);
-        Failure::runtime(format!("{}: drawing the plot: {problem}", path.display()))
-    })
+    let (width, height) = size;
+    let mut pixels = vec![0u8; 3 * width as usize * height as usize];
+    {
+        let bitmap = BitMapBackend::with_buffer(&mut pixels, size);
+        let root = pixel_text::PixelText(bitmap).into_drawing_area();
+        figure.draw(&root)?;
+        root.present().map_err(failed)?;
+    }
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(failed)?;
+    writer.write_image_data(&pixels).map_err(failed)?;
+    writer.finish().map_err(failed)?;
+    Ok(bytes)
 }
 
 /// A colour of the viridis-like map for `t` in [0, 1]: dark blue (low)
@@ -127,7 +102,8 @@ pub fn colour(t: f64) -> RGBColor {
 /// `--plot` and `--plot-size`, shared by the commands that draw.
 #[derive(clap::Args)]
 pub struct PlotArgs {
-    /// Draw a figure into PATH (.svg or .png)
+    /// Draw a figure into PATH (.svg or .png); left out, with a warning,
+    /// when the data are larger than a figure can show
     #[arg(long, value_name = "PATH")]
     pub plot: Option<PathBuf>,
     /// The figure's size in pixels
@@ -141,17 +117,41 @@ impl PlotArgs {
         self.plot.as_deref().map_or(Ok(()), check_plot_path)
     }
 
-    /// Draws `figure` if `--plot` was given (built only then).
-    pub fn save_with<F: Figure>(&self, figure: impl FnOnce() -> F) -> Result<(), Failure> {
-        match &self.plot {
-            Some(path) => save(&figure(), path, self.plot_size),
-            None => Ok(()),
+    /// Leaves out the plot, with a warning on stderr, when `what` has
+    /// `length`, more than the `limit` a figure can show: the run's other
+    /// outputs are still written.
+    pub fn leave_out_over(&mut self, what: &str, length: usize, limit: usize) {
+        if self.plot.is_some() && length > limit {
+            eprintln!(
+                "timewarp: --plot: {what} has {length}, more than the {limit} a plot can show; \
+                 leaving out the plot"
+            );
+            self.plot = None;
         }
+    }
+
+    /// Draws `figure` (built only then) into `outputs` if `--plot` was
+    /// given.
+    pub fn write_with<F: Figure>(
+        &self,
+        outputs: &mut Outputs,
+        figure: impl FnOnce() -> F,
+    ) -> Result<(), Failure> {
+        let Some(path) = &self.plot else {
+            return Ok(());
+        };
+        let png = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+        let bytes = render(&figure(), png, self.plot_size).map_err(|problem| {
+            Failure::runtime(format!("{}: drawing the plot: {problem}", path.display()))
+        })?;
+        outputs.write_bytes(path, &bytes)
     }
 }
 
 /// Sides of a heat map (rows or columns of a matrix, classes of a confusion
-/// matrix) beyond which a plot is refused: each cell is a rectangle, and a
+/// matrix) beyond which a plot is left out: each cell is a rectangle, and a
 /// larger map is neither legible nor a reasonable SVG.
 pub const MAX_HEATMAP_SIDE: usize = 500;
 

@@ -9,7 +9,7 @@ use plotters_backend::{
 };
 
 /// Pixels of a glyph's side at scale 1.
-const GLYPH: i32 = 8;
+pub(super) const GLYPH: i32 = 8;
 
 /// [`BitMapBackend`] with text in 8x8 glyphs, scaled to the font size
 /// (ASCII only: other characters are drawn as `?`).
@@ -17,7 +17,7 @@ pub struct PixelText<'a>(pub BitMapBackend<'a>);
 
 /// The glyphs' scale for a font size in pixels: whole multiples, so the
 /// glyphs stay sharp.
-fn scale(size: f64) -> i32 {
+pub(super) fn scale(size: f64) -> i32 {
     ((size / 11.0).round() as i32).max(1)
 }
 
