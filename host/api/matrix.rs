@@ -65,7 +65,14 @@ pub fn distance_matrix<T: Float>(
     if let Some(b) = b {
         check_dims(a.dims(), b.dims())?;
     }
-    let backend = Backend::resolve_on(options.device, options.gpus)?;
+    let mut backend = Backend::resolve_on(options.device, options.gpus)?;
+    if backend.is_gpu()
+        && options.device == Device::Auto
+        && options.gpu_variant.is_none()
+        && with_params!(T, metric, params => cpu_is_faster(&params, a, b))
+    {
+        backend = Backend::Cpu;
+    }
     let running = interrupt::Running::start();
     let matrix = with_params!(T, metric, params => run(backend, options, params, a, b))?;
     let matrix = match metric {
@@ -108,20 +115,46 @@ pub fn matrix_variant<T: Float>(
         .unwrap_or_else(|| with_params!(T, metric, params => default_variant(&params, a, b)))
 }
 
+/// Whether [`Device::Auto`] computes `a` against `b` on the CPU although
+/// a GPU is there: the pairs are faster on the CPU (`gpu::cpu_is_faster`).
+fn cpu_is_faster<T: Float, P: KernelParams<T>>(
+    params: &P,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+) -> bool {
+    let (pairs, shortest, band) = shape(params, a, b);
+    gpu::cpu_is_faster(P::LATENCY_BOUND, T::PRECISION, pairs, shortest, band)
+}
+
 /// The default variant of `a` against `b` (or `a` against itself).
 fn default_variant<T: Float, P: KernelParams<T>>(
     params: &P,
     a: &SeriesSet<T>,
     b: Option<&SeriesSet<T>>,
 ) -> Variant {
+    let (pairs, shortest, band) = shape(params, a, b);
+    gpu::matrix_variant(P::MEASURE, pairs, shortest, band)
+}
+
+/// What the choices of backend and variant go by: the pairs of `a`
+/// against `b` (or against itself, each symmetric pair once), the
+/// shortest series, and the widest band of the measure over the pairs.
+fn shape<T: Float, P: KernelParams<T>>(
+    params: &P,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+) -> (usize, usize, Option<usize>) {
     let other = b.unwrap_or(a);
     let pairs = match b {
         Some(b) => a.len() * b.len(),
         None => a.len() * (a.len() + 1) / 2,
     };
     let shortest = a.min_len().min(other.min_len());
-    let band = gpu::band_width(params, a.lengths(), other.lengths());
-    gpu::matrix_variant(P::MEASURE, pairs, shortest, band)
+    (
+        pairs,
+        shortest,
+        gpu::band_width(params, a.lengths(), other.lengths()),
+    )
 }
 
 /// The GPU kernel variant [`distance_matrix_resident`] computes with on a
