@@ -317,11 +317,10 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let offsets_len =
         (store_offsets.len() * size_of::<u64>()).next_multiple_of(16) / size_of::<T>();
     let store_len = store_len.next_multiple_of(16 / size_of::<T>());
-    // SAFETY: uninitialised, as the drivers read no cell of the store or
-    // the rings before writing it: the forward pass writes every interior
-    // cell (outside the band as infinity) before the backward pass reads
-    // it, and each anti-diagonal of the rings before the next reads it;
-    // the offsets are copied in next.
+    // SAFETY: uninitialised, as the drivers read no cell of the store or the rings before writing
+    // it: the forward pass writes every interior cell (outside the band as infinity) before the
+    // backward pass reads it, and each anti-diagonal of the rings before the next reads it; the
+    // offsets are copied in next.
     let workspace_len = (offsets_len + store_len + ring_values).max(1);
     let workspace = unsafe { stream.alloc::<T>(workspace_len) }.map_err(gpu_error)?;
     let offsets_base = workspace.device_ptr(stream).0;
@@ -333,17 +332,12 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     }
     let store = offsets_base + (offsets_len * size_of::<T>()) as u64;
     let rings = store + (store_len * size_of::<T>()) as u64;
-    // The panels' waits for each other's borders record a wait that gave
-    // up here; the kernel then writes the pair's value NaN, which the
-    // values' check reports.
-    let fault = if borders > 0 {
-        Some(stream.alloc_zeros::<u32>(1).map_err(gpu_error)?)
-    } else {
-        None
-    };
-    let fault_ptr = fault.as_ref().map_or(std::ptr::null_mut(), |word| {
-        word.device_ptr(stream).0 as *mut u32
-    });
+    // Records a panel's wait that gave up (the pair's value is then NaN).
+    let fault = (borders > 0)
+        .then(|| stream.alloc_zeros::<u32>(1))
+        .transpose();
+    let fault = fault.map_err(gpu_error)?;
+    let fault_ptr = fault.as_ref().map_or(0, |word| word.device_ptr(stream).0) as *mut u32;
     for (range, start) in ranges.iter().zip(starts) {
         let len = range.len();
         for l in 0..launches {
@@ -388,11 +382,10 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
                 }
                 let blocks = (len * warps).div_ceil(WARPS_PER_BLOCK) as u32;
                 let threads = (WARPS_PER_BLOCK * LANES) as u32;
-                // SAFETY: as below; every series `b` of the call fits the
-                // kernel's panels, the store holds each pair's
-                // `panels_store_len` values at its offset, the workspace
-                // each pair's borders, zeroed, and a pair's warps are in
-                // one block (`warps` divides the block's).
+                // SAFETY: as below; every series `b` of the call fits the kernel's panels, the
+                // store holds each pair's `panels_store_len` values at its offset, the workspace
+                // each pair's borders, zeroed, and a pair's warps are in one block (`warps`
+                // divides the block's).
                 unsafe { gpu.launch_blocks(&function, (blocks, threads), 0, launch) }?;
                 continue;
             }
@@ -408,14 +401,12 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
             let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, ring);
             launch.pairs.out = at(l * pairs + range.start) as *mut T;
             launch.gradient = buffers;
-            // SAFETY: the batches are on the device and outlive the
-            // launch (the copy below waits for it); the store holds
-            // every pair's n x m cells at its offset (launches one
-            // after the other on one stream share it); `out` one value
-            // per pair; the gradients the whole batches' samples at the
-            // positions of their device offsets, zeroed; the six rings
-            // of `ring` values per pair are in `rings` or in the
-            // `shared` bytes the kernel was allowed.
+            // SAFETY: the batches are on the device and outlive the launch (the copy below waits
+            // for it); the store holds every pair's n x m cells at its offset (launches one after
+            // the other on one stream share it); `out` one value per pair; the gradients the whole
+            // batches' samples at the positions of their device offsets, zeroed; the six rings of
+            // `ring` values per pair are in `rings` or in the `shared` bytes the kernel was
+            // allowed.
             unsafe { gpu.launch_blocks(&function, (len as u32, threads), shared, launch) }?;
         }
     }
@@ -453,16 +444,13 @@ pub(crate) fn gradient_call_bytes<T: Float>(
     outputs.saturating_add(workspace)
 }
 
-/// The kernel of a paired gradient call over `shapes` whose longest series
-/// `b` has `columns` samples, of `pairs` pairs, samples of `dims` values
-/// (the whole call's, when `shapes` is a part of it: every part takes the
-/// same kernel, so the bits do not depend on how the call is cut): the
-/// column driver's when every series `b` fits its warps' stripes, one warp
-/// a pair or panels while their warps fill at most half the GPU (the
-/// occupancy API), or the stencil driver's, or the variant `asked`
-/// ([`gradient_shape`]); the stencil driver's has its rings in global
-/// memory when those of the longest pair do not fit a block's shared
-/// memory (then for every pair).
+/// The kernel of a paired gradient call over `shapes` whose longest series `b` has `columns`
+/// samples, of `pairs` pairs, samples of `dims` values (the whole call's, when `shapes` is a part
+/// of it: every part takes the same kernel, so the bits do not depend on how the call is cut): the
+/// column driver's when every series `b` fits its warps' stripes, one warp a pair or panels while
+/// their warps fill at most half the GPU (the occupancy API), or the stencil driver's, or the
+/// variant `asked` ([`gradient_shape`]); the stencil driver's has its rings in global memory when
+/// those of the longest pair do not fit a block's shared memory (then for every pair).
 pub(crate) fn gradient_kernel<T: Float>(
     gpu: &Gpu,
     shapes: &Shapes,

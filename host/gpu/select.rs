@@ -15,10 +15,10 @@ use timewarp_kernels::{Driver, KernelId, Measure, Precision, Real, Recurrence, W
 
 /// At most this many pairs go to the tiled kernel by default: it computes
 /// pairs one after the other, while the warp kernel runs them side by side.
-const TILED_MAX_PAIRS: usize = 2;
+pub(super) const TILED_MAX_PAIRS: usize = 2;
 /// Pairs shorter than this on one side fill too few panels to gain from
 /// the tiled kernel.
-const TILED_MIN_LENGTH: usize = 2048;
+pub(super) const TILED_MIN_LENGTH: usize = 2048;
 /// Series of up to this many samples (the columns) take a sub-warp, when the
 /// measure has sub-warp kernels: its wavefront fills and drains in fewer
 /// steps, and each lane holds more columns.
@@ -69,30 +69,6 @@ pub(crate) fn matrix_variant(
     } else {
         Variant::Warp
     }
-}
-
-/// Bands up to this many diagonals make one or two long pairs of a measure
-/// whose cell is a long dependent chain ([`Recurrence::LATENCY_BOUND`]) in
-/// f64 faster on one CPU core than on a GPU: the GPU's time is the chain
-/// along the pair, a few microseconds a row whatever the band, the CPU's
-/// grows with the band (`docs/benchmarks.md`, banded long pairs).
-const CPU_FASTER_MAX_BAND: usize = 256;
-
-/// Whether `Device::Auto` should compute `pairs` pairs (the shorter series
-/// of `shortest` samples) on the CPU rather than the GPU: one or two long
-/// pairs in a narrow band of a latency-bound measure in f64.
-pub(crate) fn cpu_is_faster(
-    latency_bound: bool,
-    precision: Precision,
-    pairs: usize,
-    shortest: usize,
-    band_width: Option<usize>,
-) -> bool {
-    latency_bound
-        && precision == Precision::F64
-        && pairs <= TILED_MAX_PAIRS
-        && shortest >= TILED_MIN_LENGTH
-        && band_width.is_some_and(|width| width <= CPU_FASTER_MAX_BAND)
 }
 
 /// The variant against a resident set: the one asked for, if it is one of

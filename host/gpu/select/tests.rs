@@ -371,6 +371,7 @@ fn warp_steps_count_the_rows_each_driver_walks() {
 /// the GPU for everything else.
 #[test]
 fn auto_takes_the_cpu_only_for_narrow_latency_bound_f64_long_pairs() {
+    use crate::gpu::plan::cpu_is_faster;
     let (f32, f64) = (Precision::F32, Precision::F64);
     assert!(cpu_is_faster(true, f64, 1, 100_000, Some(161)));
     assert!(cpu_is_faster(true, f64, 2, 4_096, Some(256)));

@@ -94,9 +94,8 @@ pub struct GradientPanel<T> {
     pub row_shares: *mut T,
     /// The warps of the pair's panels: one block's, or the launch's.
     pub scope: Scope,
-    /// A zeroed word that records a wait for a border that gave up
-    /// ([`WaitBound`]); the host reads it after the launch. Null for a
-    /// panel that waits for none (the whole pair in one).
+    /// A zeroed word recording a wait that gave up ([`WaitBound`]); null
+    /// for a panel that waits for none (the whole pair in one).
     pub fault: *mut u32,
 }
 
@@ -159,10 +158,9 @@ impl<T> GradientPanel<T> {
         }
     }
 
-    /// Panel `p` of a pair's `panels` (of `width` columns) whose borders
-    /// are in the workspace at `base` (16-byte aligned), for series `a` of
-    /// `a_len` samples of `dims` values, the panels' warps in one block,
-    /// their waits' failures recorded in `fault`.
+    /// Panel `p` of a pair's `panels` (of `width` columns) whose borders are in the workspace at
+    /// `base` (16-byte aligned), for series `a` of `a_len` samples of `dims` values, the panels'
+    /// warps in one block, their waits' failures recorded in `fault`.
     ///
     /// # Safety
     /// The workspace holds [`panel_gradient_workspace`] values for at least
@@ -191,16 +189,14 @@ impl<T> GradientPanel<T> {
     }
 }
 
-/// The value of pair `a, b` (returned on every lane), by one warp, `S`
-/// columns a lane; its gradient with respect to `a`'s samples added to
-/// `grad_a` (`a.len * a.dims` values) and, if it is not null, with respect
-/// to `b`'s added to `grad_b` (`b.len * b.dims` values).
+/// The value of pair `a, b` (returned on every lane), by one warp, `S` columns a lane; its
+/// gradient with respect to `a`'s samples added to `grad_a` (`a.len * a.dims` values) and, if it
+/// is not null, with respect to `b`'s added to `grad_b` (`b.len * b.dims` values).
 ///
 /// # Safety
-/// All lanes call it together with the same arguments; `1 <= b.len <=
-/// W::LANES * S`; `store` holds [`store_len`] values used by this warp only;
-/// the gradients are valid and used by this warp only; the series are
-/// non-empty and valid.
+/// All lanes call it together with the same arguments; `1 <= b.len <= W::LANES * S`; `store` holds
+/// [`store_len`] values used by this warp only; the gradients are valid and used by this warp
+/// only; the series are non-empty and valid.
 #[inline(always)]
 pub unsafe fn warp_gradient<T: Real, M: Differentiable<T>, W: Warp, const S: usize>(
     warp: &W,
@@ -215,21 +211,18 @@ pub unsafe fn warp_gradient<T: Real, M: Differentiable<T>, W: Warp, const S: usi
     panel_gradient::<T, M, W, S>(warp, measure, a, b, &whole, store, grad_a, grad_b)
 }
 
-/// One panel of pair `a, b` by one warp: columns `panel.col0 + 1 ..=
-/// panel.col0 + W::LANES * S` (fewer for the last panel), both passes, the
-/// panels beside it run by other warps meanwhile. Adds the panel's share
-/// of the gradients as [`warp_gradient`] says (to `grad_a` only from the
-/// first panel, which gathers the others' shares) and returns the cell
-/// `(a.len, col0 + width)` (the pair's value from the last panel) on every
-/// lane.
+/// One panel of pair `a, b` by one warp: columns `panel.col0 + 1 ..= panel.col0 + W::LANES * S`
+/// (fewer for the last panel), both passes, the panels beside it run by other warps meanwhile.
+/// Adds the panel's share of the gradients as [`warp_gradient`] says (to `grad_a` only from the
+/// first panel, which gathers the others' shares) and returns the cell `(a.len, col0 + width)`
+/// (the pair's value from the last panel) on every lane.
 ///
 /// # Safety
-/// As [`warp_gradient`], for the panel's columns (`col0 < b.len`), `store`
-/// holding `store_len(a.len, panel's columns, S)` values; the borders and
-/// `row_shares` are valid as documented, zeroed before the launch, and
-/// shared only with the pair's other panels, whose warps all run within
-/// `panel.scope`; the first panel's `col0` is 0, and the others' are
-/// multiples of `W::LANES * S`.
+/// As [`warp_gradient`], for the panel's columns (`col0 < b.len`), `store` holding
+/// `store_len(a.len, panel's columns, S)` values; the borders and `row_shares` are valid as
+/// documented, zeroed before the launch, and shared only with the pair's other panels, whose warps
+/// all run within `panel.scope`; the first panel's `col0` is 0, and the others' are multiples of
+/// `W::LANES * S`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn panel_gradient<T: Real, M: Differentiable<T>, W: Warp, const S: usize>(
@@ -251,8 +244,7 @@ pub unsafe fn panel_gradient<T: Real, M: Differentiable<T>, W: Warp, const S: us
             let sweep = Sweep::<T, M, W, S>::new(warp, measure, a, b, panel, store);
             let value = sweep.forward();
             sweep.backward(grad_a, grad_b);
-            // A wait that gave up (this warp's, or one before values it
-            // read): the pair's value is NaN, which the host reports.
+            // A wait gave up (this warp's, or one before values it read).
             if !panel.fault.is_null() && sweep.bound.faulted() {
                 T::NAN
             } else {
