@@ -19,7 +19,10 @@ use crate::common::*;
 use rand::Rng;
 use timewarp::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep, SingleThread};
 use timewarp::{exp_lanes, ln_lanes, LaneReal, Lanes};
-use timewarp::{oracle, soft_dtw_pairs, ComputeOptions, Device, Float, SeriesSet, SoftDtw};
+use timewarp::{
+    oracle, soft_dtw_pairs, soft_dtw_pairs_gradient, ComputeOptions, Device, Float, SeriesSet,
+    SoftDtw,
+};
 use timewarp_kernels::{Series, SoftDtwParams};
 
 /// Allowed error of the lanes' functions, in ulps.
@@ -755,3 +758,51 @@ fn cpu_soft_dtw_values_do_not_depend_on_the_batch() {
     }
 }
 
+/// The CPU's Soft-DTW gradients run pairs of one shape in lockstep, and a
+/// pair that shares its shape with too few others in a single lane: a
+/// pair's value and gradients are the same bits alone as in a batch of its
+/// shape, in either precision, and its value the same bits as
+/// `soft_dtw_pairs`' (which runs the same lanes).
+#[test]
+fn lockstep_gradients_are_the_same_bits_in_any_batch() {
+    fn check<T: Bits>() {
+        let mut rng = rng(41);
+        let (n, m, dims) = (23, 17, 2);
+        let xs: Vec<_> = (0..9)
+            .map(|_| random_series(&mut rng, n, dims, 1.0))
+            .collect();
+        let ys: Vec<_> = (0..9)
+            .map(|_| random_series(&mut rng, m, dims, 1.0))
+            .collect();
+        let set = |series: &[ndarray::Array2<f64>]| {
+            SeriesSet::from_series(series.iter().map(|s| s.view()))
+                .unwrap()
+                .cast::<T>()
+                .unwrap()
+        };
+        let (x, y) = (set(&xs), set(&ys));
+        let cpu = ComputeOptions::on(Device::Cpu);
+        for gamma in [1.0, 0.01] {
+            let soft = SoftDtw::new(gamma).unwrap();
+            let batch = soft_dtw_pairs_gradient(&x, &y, soft, &cpu, true).unwrap();
+            let values = soft_dtw_pairs(&x, &y, soft, &cpu).unwrap();
+            let batch_y = batch.grad_y.as_ref().unwrap();
+            for k in 0..xs.len() {
+                let (xk, yk) = (set(&xs[k..=k]), set(&ys[k..=k]));
+                let alone = soft_dtw_pairs_gradient(&xk, &yk, soft, &cpu, true).unwrap();
+                let here = format!("{} gamma {gamma} pair {k}", T::NAME);
+                assert_eq!(
+                    alone.values[0].to_bits(),
+                    batch.values[k].to_bits(),
+                    "{here}"
+                );
+                assert_eq!(values[k].to_bits(), batch.values[k].to_bits(), "{here}");
+                assert_eq!(alone.grad_x.series(0), batch.grad_x.series(k), "{here}");
+                let alone_y = alone.grad_y.as_ref().unwrap();
+                assert_eq!(alone_y.series(0), batch_y.series(k), "{here}");
+            }
+        }
+    }
+    check::<f64>();
+    check::<f32>();
+}
