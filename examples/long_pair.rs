@@ -2,7 +2,8 @@
 //! tiles) and in a pool of one thread (the pair's one-core route): DTW,
 //! TWED and Soft-DTW of two random walks, the best of a few runs each.
 //!
-//! `cargo run --release --example long_pair -- [length] [runs]`
+//! `cargo run --release --example long_pair -- [length] [runs] [metric]`
+//! (`dtw`, `twed` or `soft_dtw`; all three by default)
 //! (docs/benchmarks.md records the figures).
 
 use timewarp::ndarray::Array2;
@@ -39,6 +40,7 @@ fn main() {
     let runs: usize = args
         .next()
         .map_or(3, |a| a.parse().expect("a count of runs"));
+    let only = args.next();
     let (x, y) = (walk(length, 1), walk(length, 2));
     let one_thread = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -57,6 +59,9 @@ fn main() {
     ];
     let threads = rayon::current_num_threads();
     for (name, metric) in metrics {
+        if only.as_deref().is_some_and(|only| only != name) {
+            continue;
+        }
         let distance = || timewarp::distance(x.view(), y.view(), metric).expect("a value");
         let (all, value) = best(runs, distance);
         let (one, one_value) = best(runs, || one_thread.install(distance));

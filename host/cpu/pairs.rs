@@ -38,7 +38,7 @@ fn pair_values<T: Float, R: CpuMeasure<T>>(
     };
     let long = |k: usize| {
         let (x, y) = series(k);
-        x.len * y.len >= LONG_PAIR_CELLS
+        x.len.saturating_mul(y.len) >= LONG_PAIR_CELLS
     };
     if count >= rayon::current_num_threads() || !(0..count).any(long) {
         return batch_values(a, b, maxima, count, pair, measure);

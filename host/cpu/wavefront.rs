@@ -26,11 +26,11 @@ use timewarp_kernels::{Neighbours, Real, Recurrence, Series, Window};
 /// samples has many tiles on most anti-diagonals.
 pub(super) const TILE: usize = 256;
 
-/// Rows of a tile that advance together (see the module's notes): a few
-/// for short cells, more for long chains (Soft-DTW's exponentials and
-/// logarithm), whose latency takes more independent cells to hide.
-const STRIP: usize = 4;
-const LATENCY_STRIP: usize = 8;
+/// Rows of a tile that advance together (see the module's notes): enough
+/// independent cells at each step to hide a cell's latency, for DTW's
+/// short chains as for Soft-DTW's exponentials and logarithm (4 rows were
+/// measured slower for DTW: docs/benchmarks.md).
+const STRIP: usize = 8;
 
 /// How a tile's code is compiled: for the processor the crate targets, or
 /// for AVX2 and FMA (the lanes' polynomials need FMA in hardware: see
@@ -221,25 +221,16 @@ impl<T: Real, M: Recurrence<T> + ?Sized> Pair<'_, T, M> {
         let mut k = 0;
         while k < column.len() {
             let i = r0 + k;
-            let strip_rows = if M::LATENCY_BOUND {
-                LATENCY_STRIP
-            } else {
-                STRIP
-            };
-            let rows = if column.len() - k >= strip_rows {
-                strip_rows
-            } else {
-                1
-            };
+            let rows = if column.len() - k >= STRIP { STRIP } else { 1 };
             // The cell left of the strip's last row: the next strip's
             // diagonal neighbour, before the strip replaces it.
             let next_diag = column[k + rows - 1];
             let strip_left = &mut column[k..k + rows];
             let args = (measure, (a, b), (i, c0), &columns[..]);
-            match rows {
-                LATENCY_STRIP => strip::<T, M, LATENCY_STRIP>(args, above, diag, strip_left),
-                STRIP => strip::<T, M, STRIP>(args, above, diag, strip_left),
-                _ => strip::<T, M, 1>(args, above, diag, strip_left),
+            if rows == STRIP {
+                strip::<T, M, STRIP>(args, above, diag, strip_left);
+            } else {
+                strip::<T, M, 1>(args, above, diag, strip_left);
             }
             diag = next_diag;
             k += rows;
