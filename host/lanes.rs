@@ -72,10 +72,14 @@ pub trait LaneReal: Real {
 /// result) as `1 + (r + r^2 Q(r))`, `Q` by Estrin's scheme (a few dependent
 /// steps instead of one per coefficient: the cell's latency is what limits
 /// the lockstep driver), times `2^n` built in the exponent bits as two
-/// factors (so that results below the smallest normal are rounded once, not
-/// flushed). Arguments below -750 (`f64`) or -105 (`f32`), `-inf` and NaN
-/// give 0, above 711 or 90 infinity. Within 1 ulp of std's `exp` over the
-/// whole range (tests/cpu_lockstep.rs).
+/// factors (so that `2^n` itself need not be representable near the
+/// overflow). Results that would be below the smallest normal are exactly
+/// 0 (arguments below `ln(MIN_POSITIVE)`, about -708.4 in `f64` and -87.3
+/// in `f32`; `-inf` and NaN too): subnormal arithmetic is many times slower
+/// on x86, and the soft minimum adds these terms to 1, where they change
+/// nothing. Arguments above 711 or 90 give infinity. Within 1 ulp of std's
+/// `exp` wherever std's result is normal (tests/suite/lockstep.rs), without
+/// changing the process's floating-point mode.
 #[inline(always)]
 pub fn exp_lanes<T: LaneReal, const K: usize>(x: Lanes<T, K>) -> Lanes<T, K> {
     let mut x = x.0;
@@ -178,8 +182,13 @@ macro_rules! lane_real {
                 const LN2_HI: $t = $t::from_bits($e_hi);
                 const LN2_LO: $t = $t::from_bits($e_lo);
                 const C: [$t; 14] = inverse_factorials!($t);
-                // Comparisons rather than min/max: NaN fails both and
-                // becomes LOW, whose exponential is 0.
+                // Results below the smallest normal are 0: arithmetic on
+                // subnormals is slow on x86, and the soft minimum adds
+                // these terms to 1, where they vanish anyway. The
+                // argument is clamped where its exponential is normal, so
+                // no step computes a subnormal; NaN fails the comparison
+                // and gives 0 too.
+                let normal = x >= $low;
                 let x = if x > $low { x } else { $low };
                 let x = if x < $high { x } else { $high };
                 let shifted = x * core::$t::consts::LOG2_E + SHIFTER;
@@ -208,7 +217,12 @@ macro_rules! lane_real {
                     .wrapping_add(2 * BIAS);
                 let e1 = biased >> 1;
                 let e2 = biased - e1;
-                p * $t::from_bits(e1 << MANTISSA) * $t::from_bits(e2 << MANTISSA)
+                let value = p * $t::from_bits(e1 << MANTISSA) * $t::from_bits(e2 << MANTISSA);
+                if normal {
+                    value
+                } else {
+                    0.0
+                }
             }
 
             #[inline(always)]
@@ -288,7 +302,7 @@ macro_rules! lane_real {
 
 lane_real!(
     f64, u64, mantissa: 52, bias: 1023,
-    exp: (low: -750.0, high: 711.0, degree: 13, estrin: estrin12,
+    exp: (low: -708.396_418_532_264_1, high: 711.0, degree: 13, estrin: estrin12,
           ln2_hi: 0x3fe6_2e42_fee0_0000, ln2_lo: 0x3dea_39ef_3579_3c76),
     ln: (ln2_hi: 0x3fe6_2e42_fee0_0000, ln2_lo: 0x3dea_39ef_3579_3c76,
          sqrt_half: 0x3fe6_a09e_667f_3bcd, subnormal_scale: 54,
@@ -299,7 +313,7 @@ lane_real!(
 
 lane_real!(
     f32, u32, mantissa: 23, bias: 127,
-    exp: (low: -105.0, high: 90.0, degree: 7, estrin: estrin6,
+    exp: (low: -87.336_54, high: 90.0, degree: 7, estrin: estrin6,
           ln2_hi: 0x3f31_7200, ln2_lo: 0x35bf_be8e),
     ln: (ln2_hi: 0x3f31_7180, ln2_lo: 0x3717_f7d1,
          sqrt_half: 0x3f35_04f3, subnormal_scale: 25,

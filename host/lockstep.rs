@@ -205,8 +205,12 @@ impl<M: Recurrence<T>, T: Real> Recurrence<T> for Precomputed<'_, M, T> {
 
 /// `K` series of one shape as one series of lanes, its samples (then its
 /// timestamps, if the series have them) written from `to` on.
+///
+/// # Safety
+/// The series are valid and of one shape; `to` holds `len * (dims + 1)`
+/// lanes.
 #[inline(always)]
-unsafe fn interleave<T: Real, const K: usize>(
+pub unsafe fn interleave<T: Real, const K: usize>(
     series: &[Series<T>; K],
     to: *mut Lanes<T, K>,
 ) -> Series<Lanes<T, K>> {

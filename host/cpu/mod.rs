@@ -10,11 +10,17 @@
 //! ([`one_pair`]): DTW and TWED follow the rows, Soft-DTW the
 //! anti-diagonals, so that the exponentials of neighbouring cells overlap
 //! instead of waiting on each other.
+//!
+//! A call of fewer pairs than threads computes each long pair on all of
+//! them instead ([`wavefront`]: tiles of the pair's matrix, an
+//! anti-diagonal of tiles at a time), with the same cell updates, so the
+//! same values.
 
 mod gradient;
 mod one_pair;
 mod pairs;
 mod units;
+mod wavefront;
 
 pub(crate) use gradient::paired_gradient;
 pub(crate) use pairs::{matrix, paired};

@@ -15,11 +15,52 @@ use timewarp_kernels::SetRef;
 /// short series, few enough to balance long ones.
 const PAIRS_PER_TASK: usize = 16;
 
+/// Cells from which a pair is long: where a call has fewer pairs than
+/// threads, such a pair is computed on all of them ([`CpuMeasure::long_pair`]),
+/// which pays from a few tiles along each side on.
+const LONG_PAIR_CELLS: usize = 1 << 20;
+
 /// The values of the pairs `0..count`, pair `k` being series `pair(k).0` of
 /// `a` against series `pair(k).1` of `b`, whose series have at most `a_max`
-/// and `b_max` samples: in lockstep where the measure and the processor
-/// allow it, else one at a time.
+/// and `b_max` samples. Fewer pairs than threads: the long ones one after
+/// the other, each on all threads, the others as below.
 fn pair_values<T: Float, R: CpuMeasure<T>>(
+    a: &SetRef<T>,
+    b: &SetRef<T>,
+    maxima: (usize, usize),
+    count: usize,
+    pair: impl Fn(usize) -> (usize, usize) + Sync,
+    measure: &R,
+) -> Vec<T> {
+    let series = |k: usize| {
+        let (i, j) = pair(k);
+        // SAFETY: pair(k) indexes the batches, which outlive this call.
+        unsafe { (a.series(i), b.series(j)) }
+    };
+    let long = |k: usize| {
+        let (x, y) = series(k);
+        x.len.saturating_mul(y.len) >= LONG_PAIR_CELLS
+    };
+    if count >= rayon::current_num_threads() || !(0..count).any(long) {
+        return batch_values(a, b, maxima, count, pair, measure);
+    }
+    let others: Vec<usize> = (0..count).filter(|&k| !long(k)).collect();
+    let values = batch_values(a, b, maxima, others.len(), |s| pair(others[s]), measure);
+    let mut out = vec![T::ZERO; count];
+    for (&k, value) in others.iter().zip(values) {
+        out[k] = value;
+    }
+    for k in (0..count).filter(|&k| long(k)) {
+        let (x, y) = series(k);
+        // SAFETY: the series are valid (above) and non-empty (a set's are).
+        out[k] = unsafe { measure.long_pair(&x, &y) };
+    }
+    out
+}
+
+/// [`pair_values`] without the long pairs' route: in lockstep where the
+/// measure and the processor allow it, else one at a time.
+fn batch_values<T: Float, R: CpuMeasure<T>>(
     a: &SetRef<T>,
     b: &SetRef<T>,
     (a_max, b_max): (usize, usize),

@@ -3,6 +3,7 @@
 //! rayon's threads.
 
 use super::one_pair::{buffer_len, narrow_window, one_pair};
+use super::wavefront::{wavefront_value, Build, TILE};
 use crate::interrupt;
 use crate::lanes::Lanes;
 use crate::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep};
@@ -60,6 +61,16 @@ pub(crate) trait CpuMeasure<T: Float>: Recurrence<T> + Sync {
     ) -> [T; K] {
         unreachable!("the measure does not run in lockstep")
     }
+
+    /// One long pair's value on all of rayon's threads
+    /// ([`wavefront_value`]): the same cell updates as the pair computed
+    /// alone, so the same bits.
+    ///
+    /// # Safety
+    /// The series are non-empty and valid.
+    unsafe fn long_pair(&self, a: &Series<T>, b: &Series<T>) -> T {
+        wavefront_value(self, a, b, (TILE, TILE), Build::Plain)
+    }
 }
 
 /// DTW's cell update is a recurrence over any [`timewarp_kernels::Real`],
@@ -116,6 +127,23 @@ impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
     const LOCKSTEP: bool = true;
     const LANES_DIFFER: bool = true;
 
+    /// Over one lane, as the lockstep driver computes a pair alone, where
+    /// that driver would (so that the value is the same bits as in any
+    /// batch); with std's `exp` and `ln` where it would not.
+    unsafe fn long_pair(&self, a: &Series<T>, b: &Series<T>) -> T {
+        let narrow = narrow_window(self, (a.len, b.len), NARROW_FOR_LOCKSTEP);
+        if narrow || !lockstep_available() {
+            return wavefront_value(self, a, b, (TILE, TILE), Build::Plain);
+        }
+        let lanes = Lockstep::<T, 1>::lanes(self);
+        let build = if cfg!(target_arch = "x86_64") {
+            Build::Avx2
+        } else {
+            Build::Plain
+        };
+        wavefront_value(&lanes, &one_lane(a), &one_lane(b), (TILE, TILE), build).0[0]
+    }
+
     unsafe fn lockstep<const K: usize>(
         &self,
         a: &[Series<T>; K],
@@ -130,6 +158,17 @@ impl<T: Float> CpuMeasure<T> for SoftDtwParams<T> {
             buffer,
             <Self as CpuMeasure<T>>::PRECOMPUTED_ROWS,
         )
+    }
+}
+
+/// A series as a series of one lane (the same memory: a lane of one
+/// value is laid out as the value).
+fn one_lane<T: Float>(series: &Series<T>) -> Series<Lanes<T, 1>> {
+    Series {
+        values: series.values as *const Lanes<T, 1>,
+        times: series.times as *const Lanes<T, 1>,
+        len: series.len,
+        dims: series.dims,
     }
 }
 
@@ -185,16 +224,16 @@ unsafe fn lockstep_avx2<T: Float, M: Recurrence<Lanes<T, K>>, const K: usize>(
 /// Pairs run together: `len` consecutive pairs of the shape-sorted order
 /// from `start` on, in lockstep if `len >= LOCKSTEP_MIN`, else one by one.
 #[derive(Clone, Copy)]
-struct Unit {
-    start: usize,
-    len: usize,
+pub(super) struct Unit {
+    pub(super) start: usize,
+    pub(super) len: usize,
 }
 
 /// The pairs `0..count` ordered by shape (`shape(k)`; stable, so that pairs
 /// of one shape keep their order) and cut into [`Unit`]s: runs of one shape
 /// in groups of up to `lanes`, single pairs where a run is shorter than
 /// [`LOCKSTEP_MIN`].
-fn units(
+pub(super) fn units(
     count: usize,
     lanes: usize,
     shape: impl Fn(usize) -> (usize, usize),

@@ -3,7 +3,7 @@
 //! `timewarp/_paths.py`, passes `length x dims` C-contiguous arrays, and
 //! TWED's timestamps as contiguous vectors or `None`).
 
-use super::{invalid, options, py_error};
+use super::{compute, invalid, options, py_error};
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -14,6 +14,11 @@ fn band_radius(band: Option<i64>) -> PyResult<Option<usize>> {
         Some(r) if r < 0 => Err(invalid(format!("band = {r}: the band radius must be >= 0"))),
         other => Ok(other.map(|r| r as usize)),
     }
+}
+
+/// Cells of the pair's matrix: long pairs run where Ctrl-C stops them.
+fn pair_cells<T>(x: &ndarray::ArrayView2<T>, y: &ndarray::ArrayView2<T>) -> f64 {
+    x.nrows() as f64 * y.nrows() as f64
 }
 
 /// `(i, j)` cells as a `k x 2` int64 array.
@@ -39,9 +44,9 @@ pub fn dtw_path<'py>(
     let dtw = band_radius(band)?.map_or_else(Dtw::new, Dtw::with_band);
     let options = options(device_name)?;
     let (x, y) = (x.as_array(), y.as_array());
-    let alignment = py
-        .detach(|| timewarp::dtw_path(x, y, dtw, &options))
-        .map_err(py_error)?;
+    let alignment = compute(py, pair_cells(&x, &y), || {
+        timewarp::dtw_path(x, y, dtw, &options)
+    })?;
     Ok((cells(py, &alignment.path), alignment.value))
 }
 
@@ -73,9 +78,9 @@ pub fn twed_path<'py>(
         x_times.as_ref().map(|t| t.as_array()),
         y_times.as_ref().map(|t| t.as_array()),
     );
-    let path = py
-        .detach(|| timewarp::twed_path(x, y, x_times, y_times, twed, &options))
-        .map_err(py_error)?;
+    let path = compute(py, pair_cells(&x, &y), || {
+        timewarp::twed_path(x, y, x_times, y_times, twed, &options)
+    })?;
     let positions: Vec<(usize, usize)> = path.edits.iter().map(|e| (e.i, e.j)).collect();
     let steps = path.edits.iter().map(|e| e.step.name()).collect();
     let costs: Vec<f64> = path.edits.iter().map(|e| e.cost).collect();
@@ -104,8 +109,8 @@ pub fn soft_dtw_alignment<'py>(
     };
     let options = options(device_name)?;
     let (x, y) = (x.as_array(), y.as_array());
-    let (matrix, value) = py
-        .detach(|| timewarp::soft_dtw_alignment(x, y, soft, &options))
-        .map_err(py_error)?;
+    let (matrix, value) = compute(py, pair_cells(&x, &y), || {
+        timewarp::soft_dtw_alignment(x, y, soft, &options)
+    })?;
     Ok((matrix.into_pyarray(py), value))
 }

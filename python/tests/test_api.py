@@ -418,3 +418,53 @@ def test_a_set_against_itself_has_the_right_diagonal(metric):
     x, y = a[1], a[2]
     pair = timewarp.cdist([x], [y], metric=metric, device="cpu", **PARAMS)[0, 0]
     assert timewarp.cdist([x, y], metric=metric, device="cpu", **PARAMS)[0, 1] == pair
+
+
+# One long pair (60,000 samples, or 20,000 x 1,000 for Soft-DTW's
+# alignment, whose workspace is the whole matrix): seconds to minutes on
+# any CPU, computed by the wavefront over tiles, Hirschberg's passes or the
+# alignment's passes, each of which checks for an interrupt every tile or
+# row.
+LONG = np.sin(np.arange(60_000) * 1e-3)
+LONG_PAIR_CALLS = {
+    "distance": lambda: timewarp.distance(LONG, LONG[::-1], metric="dtw"),
+    "distance_twed": lambda: timewarp.distance(LONG, LONG[::-1], metric="twed"),
+    "distance_soft_dtw": lambda: timewarp.distance(LONG, LONG[::-1], metric="soft_dtw"),
+    "cdist": lambda: timewarp.cdist(LONG[None], LONG[None, ::-1], device="cpu"),
+    "dtw_path": lambda: timewarp.dtw_path(LONG, LONG[::-1], device="cpu"),
+    "twed_path": lambda: timewarp.twed_path(LONG, LONG[::-1], device="cpu"),
+    "soft_dtw_alignment": lambda: timewarp.soft_dtw_alignment(
+        LONG[:20_000], LONG[:1000], device="cpu"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(LONG_PAIR_CALLS))
+def test_ctrl_c_stops_one_long_pair(name):
+    import os
+    import signal
+    import threading
+    import time
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        sent = []
+
+        def interrupt():
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Timer(0.3, interrupt).start()
+        with pytest.raises(KeyboardInterrupt):
+            LONG_PAIR_CALLS[name]()
+        # Seconds to spare on a busy machine: the pair alone takes many.
+        assert time.perf_counter() - sent[0] < 2.0
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    # The next computation is not interrupted.
+    small = RNG.normal(size=(3, 5))
+    np.testing.assert_allclose(
+        timewarp.cdist(small, device="cpu"),
+        ref.matrix(small, small, MEASURES["dtw"](None)),
+        rtol=1e-12,
+    )

@@ -9,20 +9,28 @@
 //! sweep and random arguments of the whole range, and of the ranges
 //! Soft-DTW's soft minimum uses, `exp` on `(-inf, 0]` and `ln` on `[1, 3]`;
 //! the bounds asserted are those measured (f64: exp 1 ulp, ln 1 ulp; f32:
-//! exp 1 ulp, ln 1 ulp) with room to 2. Results below the smallest normal
-//! are compared absolutely (an ulp of the smallest subnormal).
+//! exp 1 ulp, ln 1 ulp) with room to 2, where std's `exp` is normal;
+//! below that `exp_lanes` gives exactly 0, compared with the exponential
+//! as it was before it flushed those results (`unflushed_exp`): the same
+//! bits wherever that one was normal, and the same soft-minimum sum
+//! `1 + t + exp` where it was not.
 
 use crate::common::*;
 use rand::Rng;
 use timewarp::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep, SingleThread};
 use timewarp::{exp_lanes, ln_lanes, LaneReal, Lanes};
-use timewarp::{oracle, soft_dtw_pairs, ComputeOptions, Device, Float, SeriesSet, SoftDtw};
+use timewarp::{
+    oracle, soft_dtw_pairs, soft_dtw_pairs_gradient, ComputeOptions, Device, Float, SeriesSet,
+    SoftDtw,
+};
 use timewarp_kernels::{Series, SoftDtwParams};
 
 /// Allowed error of the lanes' functions, in ulps.
 const ULPS: f64 = 2.0;
 
 trait Bits: LaneReal + Float {
+    /// The smallest positive normal value.
+    const MIN_POSITIVE: Self;
     /// Distance in ulps between two finite values of one sign (or zero),
     /// counted in representable numbers.
     fn ulps(self, other: Self) -> f64;
@@ -33,6 +41,7 @@ trait Bits: LaneReal + Float {
 }
 
 impl Bits for f64 {
+    const MIN_POSITIVE: f64 = f64::MIN_POSITIVE;
     fn ulps(self, other: f64) -> f64 {
         (self.to_bits() as i64 - other.to_bits() as i64).unsigned_abs() as f64
     }
@@ -51,6 +60,7 @@ impl Bits for f64 {
 }
 
 impl Bits for f32 {
+    const MIN_POSITIVE: f32 = f32::MIN_POSITIVE;
     fn ulps(self, other: f32) -> f64 {
         (self.to_bits() as i64 - other.to_bits() as i64).unsigned_abs() as f64
     }
@@ -146,13 +156,13 @@ fn check_ln<T: Bits>(max_exponent: i32) -> f64 {
 
 #[test]
 fn exp_lanes_is_within_an_ulp_or_two_of_std_f64() {
-    let worst = check_exp::<f64>(-745.5, 709.7);
+    let worst = check_exp::<f64>(-708.396_418_532_264_1, 709.7);
     assert!(worst <= ULPS, "exp f64: {worst} ulp");
 }
 
 #[test]
 fn exp_lanes_is_within_an_ulp_or_two_of_std_f32() {
-    let worst = check_exp::<f32>(-104.0, 88.7);
+    let worst = check_exp::<f32>(-87.336_54, 88.7);
     assert!(worst <= ULPS, "exp f32: {worst} ulp");
 }
 
@@ -185,6 +195,145 @@ fn special_cases<T: Bits>() {
     assert_eq!(ln(inf), inf);
     assert!(ln(-T::ONE).is_nan());
     assert!(ln(nan).is_nan());
+}
+
+/// `exp_lanes` as it was before results below the smallest normal were
+/// flushed to 0 (its arguments clamped at -750 or -105 instead, its
+/// subnormal results rounded once): the reference for the flush.
+macro_rules! unflushed_exp {
+    ($name:ident, $t:ident, $bits:ty, $mantissa:expr, $bias:expr, $low:expr, $high:expr,
+     $degree:expr, $ln2_hi:expr, $ln2_lo:expr) => {
+        fn $name(x: $t) -> $t {
+            const SHIFTER: $t = 1.5 * (1u64 << $mantissa) as $t;
+            let (ln2_hi, ln2_lo) = ($t::from_bits($ln2_hi), $t::from_bits($ln2_lo));
+            let x = if x > $low { x } else { $low };
+            let x = if x < $high { x } else { $high };
+            let shifted = x * std::$t::consts::LOG2_E + SHIFTER;
+            let n = shifted - SHIFTER;
+            let r = (-n).mul_add(ln2_lo, (-n).mul_add(ln2_hi, x));
+            let r2 = r * r;
+            let inverse = |k: u64| (1.0 / (1..=k).map(|f| f as f64).product::<f64>()) as $t;
+            let x4 = r2 * r2;
+            let x8 = x4 * x4;
+            let qs: Vec<$t> = (2..=$degree).map(inverse).collect();
+            let estrin = if $degree == 13 {
+                let a: Vec<$t> = (0..6)
+                    .map(|k| qs[2 * k + 1].mul_add(r, qs[2 * k]))
+                    .collect();
+                let b = [
+                    a[1].mul_add(r2, a[0]),
+                    a[3].mul_add(r2, a[2]),
+                    a[5].mul_add(r2, a[4]),
+                ];
+                b[2].mul_add(x8, b[1].mul_add(x4, b[0]))
+            } else {
+                let a: Vec<$t> = (0..3)
+                    .map(|k| qs[2 * k + 1].mul_add(r, qs[2 * k]))
+                    .collect();
+                a[2].mul_add(x4, a[1].mul_add(r2, a[0]))
+            };
+            let p = 1.0 + r2.mul_add(estrin, r);
+            let biased = shifted
+                .to_bits()
+                .wrapping_sub(SHIFTER.to_bits())
+                .wrapping_add(2 * $bias);
+            let e1: $bits = biased >> 1;
+            let e2 = biased - e1;
+            p * $t::from_bits(e1 << $mantissa) * $t::from_bits(e2 << $mantissa)
+        }
+    };
+}
+
+unflushed_exp!(
+    unflushed_exp_f64,
+    f64,
+    u64,
+    52,
+    1023,
+    -750.0,
+    711.0,
+    13,
+    0x3fe6_2e42_fee0_0000,
+    0x3dea_39ef_3579_3c76
+);
+unflushed_exp!(
+    unflushed_exp_f32,
+    f32,
+    u32,
+    23,
+    127,
+    -105.0,
+    90.0,
+    7,
+    0x3f31_7200,
+    0x35bf_be8e
+);
+
+/// The flush against the unflushed exponential, over arguments from where
+/// both vanish to 0: the same bits wherever the unflushed result is normal;
+/// elsewhere 0, and `(1 + t) + exp` the same for the soft minimum's other
+/// term `t` in `[0, 1]` (a subnormal is far below half an ulp of 1).
+fn check_flush<T: Bits>(unflushed: fn(T) -> T, low: f64, high: f64) {
+    let mut rng = rng(31);
+    let xs: Vec<T> = sweep(32, low, high, 100_000);
+    let mut flushed = 0;
+    for chunk in xs.chunks(8) {
+        let mut lanes = [chunk[0]; 8];
+        lanes[..chunk.len()].copy_from_slice(chunk);
+        let got = exp_lanes(Lanes(lanes)).0;
+        for (&x, &value) in chunk.iter().zip(&got) {
+            let old = unflushed(x);
+            if old >= T::MIN_POSITIVE {
+                assert_eq!(value.to_bits(), old.to_bits(), "exp({x:e})");
+            } else {
+                flushed += 1;
+                assert_eq!(value, T::ZERO, "exp({x:e}): {value:e}, unflushed {old:e}");
+                let t = T::random(&mut rng, 0.0, 1.0);
+                let sum = |e: T| (T::ONE + t) + e;
+                assert_eq!(
+                    sum(value).to_bits(),
+                    sum(old).to_bits(),
+                    "exp({x:e}), t = {t:e}"
+                );
+            }
+        }
+    }
+    // Half the arguments of the lower ranges, none of the soft minimum's.
+    assert_eq!(
+        flushed > 1000,
+        low < -100.0,
+        "[{low}, {high}]: {flushed} flushed"
+    );
+}
+
+#[test]
+fn exp_lanes_flushes_only_subnormal_results() {
+    check_flush::<f64>(unflushed_exp_f64, -760.0, -700.0);
+    check_flush::<f64>(unflushed_exp_f64, -40.0, 0.0);
+    check_flush::<f32>(unflushed_exp_f32, -110.0, -80.0);
+    check_flush::<f32>(unflushed_exp_f32, -20.0, 0.0);
+}
+
+#[test]
+fn exp_lanes_results_are_zero_or_normal() {
+    fn check<T: Bits>(low: f64, high: f64) {
+        for x in sweep::<T>(33, low, high, 100_000) {
+            let value = exp_lanes(Lanes::<T, 8>::splat(x)).0[0];
+            assert!(
+                value == T::ZERO || value >= T::MIN_POSITIVE,
+                "exp({x:e}) = {value:e} is subnormal"
+            );
+            // std's exponential agrees on which side of the smallest
+            // normal the result is (to the ulp at the threshold).
+            assert_eq!(
+                value == T::ZERO,
+                x.std_exp() < T::MIN_POSITIVE,
+                "exp({x:e})"
+            );
+        }
+    }
+    check::<f64>(-710.0, -706.0);
+    check::<f32>(-89.0, -86.0);
 }
 
 #[test]
@@ -607,4 +756,53 @@ fn cpu_soft_dtw_values_do_not_depend_on_the_batch() {
             lockstep_bits::<f32>(&a, &b, soft.divergence().into());
         }
     }
+}
+
+/// The CPU's Soft-DTW gradients run pairs of one shape in lockstep, and a
+/// pair that shares its shape with too few others in a single lane: a
+/// pair's value and gradients are the same bits alone as in a batch of its
+/// shape, in either precision, and its value the same bits as
+/// `soft_dtw_pairs`' (which runs the same lanes).
+#[test]
+fn lockstep_gradients_are_the_same_bits_in_any_batch() {
+    fn check<T: Bits>() {
+        let mut rng = rng(41);
+        let (n, m, dims) = (23, 17, 2);
+        let xs: Vec<_> = (0..9)
+            .map(|_| random_series(&mut rng, n, dims, 1.0))
+            .collect();
+        let ys: Vec<_> = (0..9)
+            .map(|_| random_series(&mut rng, m, dims, 1.0))
+            .collect();
+        let set = |series: &[ndarray::Array2<f64>]| {
+            SeriesSet::from_series(series.iter().map(|s| s.view()))
+                .unwrap()
+                .cast::<T>()
+                .unwrap()
+        };
+        let (x, y) = (set(&xs), set(&ys));
+        let cpu = ComputeOptions::on(Device::Cpu);
+        for gamma in [1.0, 0.01] {
+            let soft = SoftDtw::new(gamma).unwrap();
+            let batch = soft_dtw_pairs_gradient(&x, &y, soft, &cpu, true).unwrap();
+            let values = soft_dtw_pairs(&x, &y, soft, &cpu).unwrap();
+            let batch_y = batch.grad_y.as_ref().unwrap();
+            for k in 0..xs.len() {
+                let (xk, yk) = (set(&xs[k..=k]), set(&ys[k..=k]));
+                let alone = soft_dtw_pairs_gradient(&xk, &yk, soft, &cpu, true).unwrap();
+                let here = format!("{} gamma {gamma} pair {k}", T::NAME);
+                assert_eq!(
+                    alone.values[0].to_bits(),
+                    batch.values[k].to_bits(),
+                    "{here}"
+                );
+                assert_eq!(values[k].to_bits(), batch.values[k].to_bits(), "{here}");
+                assert_eq!(alone.grad_x.series(0), batch.grad_x.series(k), "{here}");
+                let alone_y = alone.grad_y.as_ref().unwrap();
+                assert_eq!(alone_y.series(0), batch_y.series(k), "{here}");
+            }
+        }
+    }
+    check::<f64>();
+    check::<f32>();
 }

@@ -52,6 +52,8 @@ pub(super) fn traceback<T: Float>(
     let mut current = vec![T::INFINITY; m];
     let mut previous_range = (0, 0);
     for i in 0..n {
+        // A row is at most a few milliseconds: stops promptly on Ctrl-C.
+        crate::interrupt::check()?;
         let (lo, hi) = band_columns(i, n, m, band);
         row_start.push((steps.len(), lo));
         // This row's buffer held row i - 2: clear what it wrote.

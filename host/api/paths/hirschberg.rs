@@ -226,19 +226,19 @@ impl<T: Float, P: Recurrence<T> + Copy + Sync> LastColumn<T> for CpuLastColumn<'
         self.series.check(&pass)?;
         let (x, y) = PassSeries::<T, P>::series_of(&pass);
         // SAFETY: the pass was checked; the views live in this call.
-        let column = unsafe {
+        unsafe {
             let (a, b) = (
                 self.series.view(x, pass.rows),
                 self.series.view(y, pass.cols),
             );
             last_column(&self.series.params, &a, &b)
-        };
-        Ok(column)
+        }
     }
 }
 
 /// `D[i][b.len]` for every row `i` of the unbanded matrix of `a` against
-/// `b`, row by row.
+/// `b`, row by row; [`Error::Interrupted`] if interrupted (checked every
+/// row: a pass may take seconds).
 ///
 /// # Safety
 /// The series are valid for the measure.
@@ -246,7 +246,7 @@ unsafe fn last_column<T: Float, P: Recurrence<T>>(
     measure: &P,
     a: &Series<T>,
     b: &Series<T>,
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     debug_assert!(!measure.window().is_banded(), "passes are unbanded");
     let columns: Vec<P::Column> = (1..=b.len).map(|j| measure.column(b, j)).collect();
     // Row i - 1, then row i, of D[i][0..=b.len].
@@ -255,6 +255,7 @@ unsafe fn last_column<T: Float, P: Recurrence<T>>(
     let mut column = Vec::with_capacity(a.len);
     let mut row = measure.row(a, 1);
     for i in 1..=a.len {
+        crate::interrupt::check()?;
         if i > 1 {
             row = measure.next_row(a, &row, i);
         }
@@ -269,7 +270,7 @@ unsafe fn last_column<T: Float, P: Recurrence<T>>(
         }
         column.push(cells[b.len]);
     }
-    column
+    Ok(column)
 }
 
 /// The optimal path of `pair` in memory linear in its lengths, and its

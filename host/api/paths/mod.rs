@@ -109,6 +109,8 @@ pub fn dtw_path<T: Float>(
     options: &ComputeOptions,
 ) -> Result<Alignment<T>> {
     check_pair(x, y)?;
+    // Reached by `crate::interrupt` until it returns (checked every row).
+    let _running = crate::interrupt::Running::start();
     let (n, m) = (x.nrows(), y.nrows());
     let cells = dtw::cells(n, m, dtw.band());
     if dtw.band().is_none() && cells > GPU_PATH_MIN_CELLS as u128 {
@@ -172,6 +174,7 @@ pub fn twed_path<T: Float>(
     check_pair(x, y)?;
     check_times(x_times, x.nrows(), "x")?;
     check_times(y_times, y.nrows(), "y")?;
+    let _running = crate::interrupt::Running::start();
     let cells = x.nrows() as u128 * y.nrows() as u128;
     if cells > GPU_PATH_MIN_CELLS as u128 {
         if let Backend::Gpu(gpu) = Backend::resolve_on(options.device, options.gpus)? {
@@ -249,7 +252,8 @@ pub fn soft_dtw_alignment<T: Float>(
             (alignment, value, true)
         }
         Backend::Cpu => {
-            let (alignment, value) = soft::alignment(&Samples::new(x), &Samples::new(y), soft);
+            let _running = crate::interrupt::Running::start();
+            let (alignment, value) = soft::alignment(&Samples::new(x), &Samples::new(y), soft)?;
             (alignment, value, false)
         }
     };

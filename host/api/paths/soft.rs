@@ -3,7 +3,7 @@
 
 use super::dtw::band_columns;
 use super::types::Samples;
-use crate::{Float, SoftDtw};
+use crate::{Float, Result, SoftDtw};
 use ndarray::Array2;
 
 /// The values the computation keeps for an `n x m` pair: `R` and `E`
@@ -26,8 +26,13 @@ fn softmin3<T: Float>(a: T, b: T, c: T, gamma: T) -> T {
 }
 
 /// `E` (`n x m`: the derivative of the value with respect to each cell's
-/// cost, 0 outside the band) and the value.
-pub(super) fn alignment<T: Float>(x: &Samples<T>, y: &Samples<T>, soft: SoftDtw) -> (Array2<T>, T) {
+/// cost, 0 outside the band) and the value; [`Error::Interrupted`] if
+/// interrupted (checked every row of both passes).
+pub(super) fn alignment<T: Float>(
+    x: &Samples<T>,
+    y: &Samples<T>,
+    soft: SoftDtw,
+) -> Result<(Array2<T>, T)> {
     let (n, m) = (x.len(), y.len());
     let gamma = T::from_f64(soft.gamma());
     let inside = |i: usize, j: usize| {
@@ -39,6 +44,7 @@ pub(super) fn alignment<T: Float>(x: &Samples<T>, y: &Samples<T>, soft: SoftDtw)
     let mut r = Array2::from_elem((n + 2, m + 2), T::INFINITY);
     r[[0, 0]] = T::ZERO;
     for i in 1..=n {
+        crate::interrupt::check()?;
         for j in 1..=m {
             if inside(i, j) {
                 let soft_min = softmin3(r[[i - 1, j - 1]], r[[i - 1, j]], r[[i, j - 1]], gamma);
@@ -77,6 +83,7 @@ pub(super) fn alignment<T: Float>(x: &Samples<T>, y: &Samples<T>, soft: SoftDtw)
     let mut e = Array2::from_elem((n + 2, m + 2), T::ZERO);
     e[[n + 1, m + 1]] = T::ONE;
     for i in (1..=n).rev() {
+        crate::interrupt::check()?;
         for j in (1..=m).rev() {
             if !inside(i, j) {
                 continue;
@@ -86,5 +93,5 @@ pub(super) fn alignment<T: Float>(x: &Samples<T>, y: &Samples<T>, soft: SoftDtw)
                 + e[[i + 1, j + 1]] * weight(&r, i + 1, j + 1, i, j);
         }
     }
-    (e.slice(ndarray::s![1..=n, 1..=m]).to_owned(), value)
+    Ok((e.slice(ndarray::s![1..=n, 1..=m]).to_owned(), value))
 }

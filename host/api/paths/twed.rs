@@ -140,6 +140,8 @@ pub(super) fn traceback<T: Float>(costs: &Costs<T>, part: &SubPair) -> Result<(V
     // them are deletions.
     let mut steps = Vec::with_capacity(rows * cols);
     for i in 1..=rows {
+        // A row is at most a few milliseconds: stops promptly on Ctrl-C.
+        crate::interrupt::check()?;
         let delete_x = costs.delete(x, a + i);
         current[0] = if origin {
             T::INFINITY
