@@ -49,6 +49,8 @@ pub mod measures;
 mod real;
 mod recurrence;
 mod series;
+#[doc(hidden)]
+pub mod soft64;
 
 #[cfg(target_arch = "nvptx64")]
 mod entries;

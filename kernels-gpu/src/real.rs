@@ -83,11 +83,13 @@ pub trait Real:
     const SOFT_LN_BASE: Self;
     /// The base's power, as soft-min and its derivative use it (results in
     /// `[0, 1]`): in `f32` on the GPU the hardware `ex2.approx.ftz.f32`
-    /// (relative error below 2^-22), elsewhere [`Real::exp`].
+    /// (relative error below 2^-22), in `f64` there `soft64`'s exponential
+    /// without a division, elsewhere [`Real::exp`].
     fn soft_pow(self) -> Self;
     /// The base's logarithm, as soft-min uses it (`x` in `[1, 3]`): in
     /// `f32` on the GPU the hardware `lg2.approx.ftz.f32` (absolute error
-    /// below 2^-22), elsewhere [`Real::ln`].
+    /// below 2^-22), in `f64` there `soft64`'s logarithm without a
+    /// division, elsewhere [`Real::ln`].
     fn soft_log(self) -> Self;
     /// The smallest of `self`, `b` and `c`, each of them zero, positive or
     /// `+inf` (never negative, never NaN), as DTW's accumulated costs are.
@@ -279,8 +281,8 @@ impl_real!(
     libm::log,
     libm::pow,
     1.0,
-    libm::exp,
-    libm::log,
+    crate::soft64::exp_nonpositive,
+    crate::soft64::ln_one_to_three,
     min3_by_min
 );
 
@@ -313,7 +315,7 @@ fn min3_by_min(a: f64, b: f64, c: f64) -> f64 {
 /// otherwise (its arguments here are sums of at least 1, never
 /// subnormal). `docs/algorithms.md` derives what this costs Soft-DTW.
 #[cfg(target_arch = "nvptx64")]
-mod fast {
+pub(crate) mod fast {
     extern "C" {
         #[link_name = "llvm.nvvm.ex2.approx.ftz.f"]
         fn ex2_approx(x: f32) -> f32;

@@ -156,3 +156,57 @@ fn a_set_of_one_length_needs_no_offsets() {
         }
     }
 }
+
+/// The GPU's f64 exponential and logarithm of Soft-DTW's soft minimum
+/// (`soft64`, without a division) against std's: `exp` of `x <= 0` within
+/// 2 ulp, exactly 0 where std's is subnormal, NaN for NaN; `ln` of `y` in
+/// `[1, 3]` within 2 ulp of 1 (the scale soft-min adds it to), exactly 0
+/// at 1. The host's f32 first guess (`logf`) stands for the GPU's
+/// `lg2.approx`, both within a few units of 2^-22.
+#[test]
+fn the_gpu_f64_soft_exp_and_ln_match_std() {
+    use rand::Rng;
+    use timewarp_kernels::soft64::{exp_nonpositive, ln_one_to_three};
+    let ulp = |x: f64| f64::from_bits(x.to_bits() + 1) - x;
+    let mut rng = crate::common::rng(64);
+    let mut xs: Vec<f64> = (0..200_000)
+        .map(|_| -rng.random_range(0.0..708.0))
+        .collect();
+    xs.extend((0..100_000).map(|_| -rng.random_range(0.0..1.0f64).powi(8)));
+    xs.extend([
+        0.0,
+        -0.0,
+        -1e-300,
+        -0.5 * std::f64::consts::LN_2,
+        -708.0,
+        -707.999,
+    ]);
+    for x in xs {
+        let (got, expected) = (exp_nonpositive(x), x.exp());
+        assert!(
+            (got - expected).abs() <= 2.0 * ulp(expected),
+            "exp({x:e}) = {got:e}, std {expected:e}"
+        );
+    }
+    for x in [-708.5, -745.0, -1e10, f64::NEG_INFINITY] {
+        assert_eq!(exp_nonpositive(x), 0.0, "exp({x:e})");
+    }
+    assert!(exp_nonpositive(f64::NAN).is_nan());
+    let mut ys: Vec<f64> = (0..300_000).map(|_| rng.random_range(1.0..3.0)).collect();
+    ys.extend((0..100_000).map(|_| 1.0 + rng.random_range(0.0..1.0f64).powi(12)));
+    ys.extend([
+        1.0,
+        f64::from_bits(1.0f64.to_bits() + 1),
+        2.0,
+        3.0,
+        std::f64::consts::E,
+    ]);
+    for y in ys {
+        let (got, expected) = (ln_one_to_three(y), y.ln());
+        assert!(
+            (got - expected).abs() <= 2.0 * ulp(1.0),
+            "ln({y:e}) = {got:e}, std {expected:e}"
+        );
+    }
+    assert_eq!(ln_one_to_three(1.0), 0.0);
+}
