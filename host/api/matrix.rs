@@ -65,14 +65,7 @@ pub fn distance_matrix<T: Float>(
     if let Some(b) = b {
         check_dims(a.dims(), b.dims())?;
     }
-    let mut backend = Backend::resolve_on(options.device, options.gpus)?;
-    if backend.is_gpu()
-        && options.device == Device::Auto
-        && options.gpu_variant.is_none()
-        && with_params!(T, metric, params => cpu_is_faster(&params, a, b))
-    {
-        backend = Backend::Cpu;
-    }
+    let backend = Backend::resolve_on(options.device, options.gpus)?;
     let running = interrupt::Running::start();
     let matrix = with_params!(T, metric, params => run(backend, options, params, a, b))?;
     let matrix = match metric {
@@ -113,17 +106,6 @@ pub fn matrix_variant<T: Float>(
     options
         .gpu_variant
         .unwrap_or_else(|| with_params!(T, metric, params => default_variant(&params, a, b)))
-}
-
-/// Whether [`Device::Auto`] computes `a` against `b` on the CPU although
-/// a GPU is there: the pairs are faster on the CPU (`gpu::cpu_is_faster`).
-fn cpu_is_faster<T: Float, P: KernelParams<T>>(
-    params: &P,
-    a: &SeriesSet<T>,
-    b: Option<&SeriesSet<T>>,
-) -> bool {
-    let (pairs, shortest, band) = shape(params, a, b);
-    gpu::cpu_is_faster(P::LATENCY_BOUND, T::PRECISION, pairs, shortest, band)
 }
 
 /// The default variant of `a` against `b` (or `a` against itself).

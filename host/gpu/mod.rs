@@ -90,6 +90,5 @@ pub(crate) use multi::budgets;
 pub(crate) use paired::{paired_value_variant, paired_values_resident, paired_values_spread};
 pub(crate) use pairs::{matrix_resident, upload_range, ResidentParts};
 pub(crate) use path::DevicePathPair;
-pub(crate) use plan::cpu_is_faster;
 pub(crate) use plan::spread::{named, shards as plan_shards};
 pub(crate) use select::{band_width, matrix_variant, resident_variant};

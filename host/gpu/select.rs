@@ -15,10 +15,10 @@ use timewarp_kernels::{Driver, KernelId, Measure, Precision, Real, Recurrence, W
 
 /// At most this many pairs go to the tiled kernel by default: it computes
 /// pairs one after the other, while the warp kernel runs them side by side.
-pub(super) const TILED_MAX_PAIRS: usize = 2;
+const TILED_MAX_PAIRS: usize = 2;
 /// Pairs shorter than this on one side fill too few panels to gain from
 /// the tiled kernel.
-pub(super) const TILED_MIN_LENGTH: usize = 2048;
+const TILED_MIN_LENGTH: usize = 2048;
 /// Series of up to this many samples (the columns) take a sub-warp, when the
 /// measure has sub-warp kernels: its wavefront fills and drains in fewer
 /// steps, and each lane holds more columns.

@@ -43,6 +43,8 @@ extern crate std;
 
 pub mod catalogue;
 pub mod drivers;
+#[cfg(target_arch = "nvptx64")]
+mod fast_math;
 pub mod hw;
 pub mod launch;
 pub mod measures;

@@ -89,7 +89,7 @@ pub fn ln_one_to_three(y: f64) -> f64 {
 fn ln_guess(y: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        crate::real::fast::lg2_f32(y) * core::f32::consts::LN_2
+        crate::fast_math::lg2_f32(y) * core::f32::consts::LN_2
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {

@@ -143,27 +143,3 @@ mod tests {
         }
     }
 }
-
-/// Bands up to this many diagonals make one or two long pairs of a measure
-/// whose cell is a long dependent chain (`Recurrence::LATENCY_BOUND`) in
-/// f64 faster on one CPU core than on a GPU: the GPU's time is the chain
-/// along the pair, a few microseconds a row whatever the band, the CPU's
-/// grows with the band (`docs/benchmarks.md`, banded long pairs).
-const CPU_FASTER_MAX_BAND: usize = 256;
-
-/// Whether `Device::Auto` should compute `pairs` pairs (the shorter series
-/// of `shortest` samples) on the CPU rather than the GPU: one or two long
-/// pairs in a narrow band of a latency-bound measure in f64.
-pub(crate) fn cpu_is_faster(
-    latency_bound: bool,
-    precision: timewarp_kernels::Precision,
-    pairs: usize,
-    shortest: usize,
-    band_width: Option<usize>,
-) -> bool {
-    latency_bound
-        && precision == timewarp_kernels::Precision::F64
-        && pairs <= super::select::TILED_MAX_PAIRS
-        && shortest >= super::select::TILED_MIN_LENGTH
-        && band_width.is_some_and(|width| width <= CPU_FASTER_MAX_BAND)
-}

@@ -365,20 +365,3 @@ fn warp_steps_count_the_rows_each_driver_walks() {
     assert_eq!(warp_steps(skewed, 10, 64, Some((1, 1))), 10 + 63);
     assert_eq!(warp_steps(skewed, 10, 65, None), 2 * (10 + 63));
 }
-
-/// `Device::Auto` takes the CPU for one or two long f64 pairs of a
-/// latency-bound measure (Soft-DTW) in a band of up to 256 diagonals, and
-/// the GPU for everything else.
-#[test]
-fn auto_takes_the_cpu_only_for_narrow_latency_bound_f64_long_pairs() {
-    use crate::gpu::plan::cpu_is_faster;
-    let (f32, f64) = (Precision::F32, Precision::F64);
-    assert!(cpu_is_faster(true, f64, 1, 100_000, Some(161)));
-    assert!(cpu_is_faster(true, f64, 2, 4_096, Some(256)));
-    assert!(!cpu_is_faster(true, f64, 1, 100_000, Some(257)));
-    assert!(!cpu_is_faster(true, f64, 1, 100_000, None));
-    assert!(!cpu_is_faster(true, f32, 1, 100_000, Some(61)));
-    assert!(!cpu_is_faster(false, f64, 1, 100_000, Some(61)));
-    assert!(!cpu_is_faster(true, f64, 3, 100_000, Some(61)));
-    assert!(!cpu_is_faster(true, f64, 1, 1_000, Some(61)));
-}
