@@ -485,7 +485,7 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
     if running && (page_locked == AsyncCopies::Waited || copied.is_err()) {
         // They end here, failed or not, before the caller may drop the
         // batch.
-        wait_stream(&stream, "the upload of the series")?;
+        wait_stream(stream, "the upload of the series")?;
     }
     copied?;
     let allocation = match allocated {

@@ -266,7 +266,7 @@ impl<'a> MappedOutputs<'a> {
     /// The values, once the stream's work (the kernels that write them) is
     /// done: waits for it.
     pub(super) fn read<T: Float>(mut self) -> Result<Vec<T>> {
-        wait_stream(&self.stream, "the copy of results to the host")?;
+        wait_stream(self.stream, "the copy of results to the host")?;
         self.done = true;
         let buffer = self.buffer.as_ref().expect("held until dropped");
         // SAFETY: the kernels that wrote it are done; it holds `bytes`
@@ -290,7 +290,7 @@ impl<'a> MappedOutputs<'a> {
 
 impl Drop for MappedOutputs<'_> {
     fn drop(&mut self) {
-        if !self.done && wait_stream(&self.stream, "the copy of results to the host").is_err() {
+        if !self.done && wait_stream(self.stream, "the copy of results to the host").is_err() {
             // A kernel may still write it: never reuse it (nor free it).
             std::mem::forget(self.buffer.take());
             return;

@@ -327,7 +327,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         if !wait_until_finished(stream, finished)? || gave_up() {
             // Some pairs have no value: the ordinary way, once the kernel
             // has ended.
-            wait_stream(&stream, "the streamed paired kernel")?;
+            wait_stream(stream, "the streamed paired kernel")?;
             STREAMED_FALLBACKS.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         }
@@ -338,7 +338,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         STREAMED_CALLS.with(|calls| calls.set(calls.get() + 1));
         Ok(Some(values))
     })();
-    let finished = computed.is_ok() || wait_stream(&stream, "the streamed paired kernel").is_ok();
+    let finished = computed.is_ok() || wait_stream(stream, "the streamed paired kernel").is_ok();
     give_back(gpu, [staging, control], finished);
     computed
 }

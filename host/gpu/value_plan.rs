@@ -365,7 +365,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
             }
         }
         if self.device_out.is_some() {
-            wait_stream(&stream, "the paired values")?;
+            wait_stream(stream, "the paired values")?;
             return Ok(Vec::new());
         }
         match self.mapped {
