@@ -198,6 +198,21 @@ fn a_grid_wider_than_every_anti_diagonal() {
     }
 }
 
+/// The generation barrier of `parties` host threads over the three words
+/// at `state`, its waits bounded by `bound` on the host's clock.
+///
+/// # Safety
+/// As `generation_barrier`.
+unsafe fn host_barrier(state: *mut u32, parties: usize, bound: &WaitBound) {
+    generation_barrier(
+        state,
+        parties as u32,
+        bound,
+        clock_ns,
+        std::thread::yield_now,
+    )
+}
+
 /// Each round every thread stores the round number, meets the others, and
 /// must then see every thread's store of that round; then meets them again
 /// before the next round's stores.
@@ -212,19 +227,9 @@ fn the_generation_barrier_orders_every_round() {
         for thread in 0..THREADS {
             let slots = &slots;
             scope.spawn(move || {
-                let wait = || {
-                    // SAFETY: three u32 words used only by these threads.
-                    unsafe {
-                        let bound = WaitBound::new(state_ptr.get().add(2));
-                        generation_barrier(
-                            state_ptr.get(),
-                            THREADS as u32,
-                            &bound,
-                            clock_ns,
-                            std::thread::yield_now,
-                        )
-                    }
-                };
+                let bound = WaitBound::new(state_ptr.get().wrapping_add(2));
+                // SAFETY: three u32 words used only by these threads.
+                let wait = || unsafe { host_barrier(state_ptr.get(), THREADS, &bound) };
                 for round in 1..=ROUNDS {
                     slots[thread].store(round, Ordering::Relaxed);
                     wait();
@@ -260,18 +265,10 @@ fn the_generation_barrier_gives_up_on_a_missing_participant() {
         // Thread THREADS - 1 of the barrier's parties never arrives.
         for _ in 0..THREADS - 1 {
             scope.spawn(move || {
-                // SAFETY: three u32 words used only by these threads.
-                unsafe {
-                    let bound = WaitBound::new(state_ptr.get().add(2));
-                    for _ in 0..5 {
-                        generation_barrier(
-                            state_ptr.get(),
-                            THREADS as u32,
-                            &bound,
-                            clock_ns,
-                            std::thread::yield_now,
-                        );
-                    }
+                let bound = WaitBound::new(state_ptr.get().wrapping_add(2));
+                for _ in 0..5 {
+                    // SAFETY: three u32 words used only by these threads.
+                    unsafe { host_barrier(state_ptr.get(), THREADS, &bound) };
                 }
             });
         }
