@@ -11,7 +11,8 @@
 #     (docs/testing.md, "The GPU gate", has the exact command)
 # then with the device tool: carry [".gpu", ".whl"], command
 #   bash benches/gpu_gate.sh [SECONDS]      (default 170: the gate is 3 minutes)
-# Logs: $OUT/gate-rust.log and $OUT/gate-python.log.
+# Logs: $OUT/gate-rust.log and $OUT/gate-python.log; the kernels the Rust
+# suite launched: $OUT/kernel-coverage.txt.
 set -u
 limit=${1:-170}
 out=${OUT:-/tmp}
@@ -35,6 +36,8 @@ if [[ -x .gpu/bin/timewarp ]]; then
 fi
 
 export REQUIRE_GPU=1 PYTHONUNBUFFERED=1
+# The kernels the Rust suite launched, and those it did not.
+export TIMEWARP_KERNEL_COVERAGE=$out/kernel-coverage.txt
 timeout -k 10 "$limit" bash .gpu/run.sh tests >"$out/gate-rust.log" 2>&1 &
 rust=$!
 # From /tmp, so that `import timewarp` finds the installed package, not

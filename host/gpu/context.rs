@@ -17,7 +17,7 @@ use cudarc::driver::{
     DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -342,6 +342,16 @@ impl Gpu {
     /// use. Different kernels compile at once on different threads; a
     /// thread that wants a kernel being compiled waits for it.
     pub(crate) fn function(&self, id: KernelId) -> Result<CudaFunction> {
+        KERNELS_USED
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(id);
+        self.function_to_query(id)
+    }
+
+    /// [`Gpu::function`] for a kernel that is asked about (its occupancy),
+    /// not launched: not counted in [`kernels_used`].
+    pub(crate) fn function_to_query(&self, id: KernelId) -> Result<CudaFunction> {
         let slot = self
             .functions
             .lock()
@@ -555,3 +565,18 @@ unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<StencilLaunch<T, P>>
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PanelLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<DiagonalLaunch<T, P>> {}
+
+/// Every kernel a computation of this process has asked for (each is
+/// launched right after), on any GPU: what a run covered, for the
+/// sanitizer runs' report of the kernels they checked.
+static KERNELS_USED: Mutex<BTreeSet<KernelId>> = Mutex::new(BTreeSet::new());
+
+/// The kernels this process's computations have launched, in the
+/// catalogue's order.
+pub fn kernels_used() -> Vec<KernelId> {
+    let used = KERNELS_USED.lock();
+    used.unwrap_or_else(|poisoned| poisoned.into_inner())
+        .iter()
+        .copied()
+        .collect()
+}

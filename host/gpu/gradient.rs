@@ -462,7 +462,7 @@ pub(crate) fn gradient_kernel<T: Float>(
         let id = KernelId::new(measure, gradient_driver(shape), dims == 1, T::PRECISION);
         let threads = (WARPS_PER_BLOCK * LANES) as u32;
         let blocks = gpu
-            .function(id)?
+            .function_to_query(id)?
             .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
             .map_err(gpu_error)? as usize;
         let sms = gpu.schedulers()? / 4;

@@ -6,7 +6,7 @@ use super::context::{poison, Gpu, KernelParams};
 use super::device::gpu_error;
 use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use super::layout::image_bytes;
-use super::select::{pipelined_workspace, tile_rows, tiled_stripe};
+use super::select::{forced_name, pipelined_workspace, tile_rows, tiled_stripe};
 use super::wait::{check_fault_word, wait_stream};
 use crate::results::zeros;
 use crate::{Error, Float, Result, SeriesSet, Variant};
@@ -15,6 +15,7 @@ use ndarray::Array2;
 use std::mem::size_of;
 use std::ptr::null_mut;
 use std::sync::Arc;
+use timewarp_kernels::catalogue::drivers;
 use timewarp_kernels::drivers::columns::long_pair::{
     diagonal_tiles, tile_counts, PanelHandoff, TileGrid, NO_STALL,
 };
@@ -145,10 +146,20 @@ fn stripe_for<T: Float, P: KernelParams<T>>(
     univariate: bool,
     driver: impl Fn(u32) -> Driver,
 ) -> Result<usize> {
+    // A stripe forced by name, where the catalogue has it.
+    let forced = forced_name().and_then(|name| {
+        drivers(P::MEASURE).find_map(|listed| {
+            (1..=LANES as u32)
+                .find(|&stripe| listed == driver(stripe) && listed.to_string() == name)
+        })
+    });
+    if let Some(stripe) = forced {
+        return Ok(stripe as usize);
+    }
     tiled_stripe(P::MEASURE, m, |stripe| {
         let id = KernelId::new(P::MEASURE, driver(stripe as u32), univariate, T::PRECISION);
         let blocks = gpu
-            .function(id)?
+            .function_to_query(id)?
             .occupancy_max_active_blocks_per_multiprocessor(LANES as u32, 0, None)
             .map_err(gpu_error)?;
         Ok(blocks as usize)

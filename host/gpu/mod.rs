@@ -58,6 +58,8 @@ mod streamed_state;
 mod value_plan;
 mod wait;
 
+#[doc(hidden)]
+pub use context::kernels_used; // for the sanitizer runs' coverage report
 pub use context::{this_thread_busy_time, Gpu, GpuWork};
 pub use device::{list_gpus, GpuInfo};
 pub use image::DeviceSeriesSet;
@@ -71,6 +73,8 @@ pub use ptx::{
     kernels_build_error, min_compute_capability, ptx, ptx_entries, ptx_hash, ptx_rustc_version,
     ptx_target, ptx_toolchain,
 };
+#[doc(hidden)]
+pub use select::force_kernel_shape; // for the tests that launch every kernel
 pub use select::local_max_len;
 pub use setup::{setup_steps, SetupKind, SetupStep};
 #[doc(hidden)]

@@ -7,7 +7,6 @@
 //! them.
 
 use crate::{Error, Result, Variant};
-use std::sync::OnceLock;
 use timewarp_kernels::catalogue::drivers;
 use timewarp_kernels::hw::{Tagged, LANES};
 use timewarp_kernels::launch::pairs::panel_workspace;
@@ -273,7 +272,7 @@ pub(crate) fn warp_kernel(
             }
         }
     };
-    let driver = forced_driver(measure).unwrap_or(driver);
+    let driver = forced_driver(measure, band_width).unwrap_or(driver);
     let (lanes, columns) = match driver {
         Driver::Sheared { lanes, .. } => (lanes as usize, usize::MAX),
         Driver::Skewed { groups, chain } => (LANES, LANES * (groups * chain) as usize),
@@ -342,26 +341,6 @@ pub(crate) fn panels_kernel(
         id: KernelId::new(measure, driver, dims == 1, precision),
         lanes: LANES * warps,
         workspace_per_pair,
-    })
-}
-
-/// `TIMEWARP_WARP_KERNEL`, if set, read once: the kernels are chosen
-/// several times a call, and each read of the environment takes its lock.
-fn forced_name() -> Option<&'static str> {
-    static FORCED: OnceLock<Option<String>> = OnceLock::new();
-    FORCED
-        .get_or_init(|| std::env::var("TIMEWARP_WARP_KERNEL").ok())
-        .as_deref()
-}
-
-/// The warp kernel named by `TIMEWARP_WARP_KERNEL` (a driver and shape as
-/// in the kernel names: `warp4`, `skewed16x1`, `panels4x4`), if the measure has it:
-/// for comparing the shapes of one workload in `timewarp bench`. A sheared
-/// band kernel is never forced (it needs the band to fit).
-fn forced_driver(measure: Measure) -> Option<Driver> {
-    let name = forced_name()?;
-    drivers(measure).find(|driver| {
-        matches!(driver, Driver::Warp { .. } | Driver::Skewed { .. }) && driver.to_string() == name
     })
 }
 
@@ -595,5 +574,10 @@ pub(crate) fn block_threads(ring_len: usize, limit: usize) -> u32 {
     (cells.div_ceil(LANES) * LANES).min(limit) as u32
 }
 
+mod forced;
 #[cfg(test)]
 mod tests;
+
+pub use forced::force_kernel_shape;
+use forced::forced_driver;
+pub(crate) use forced::forced_name;

@@ -15,6 +15,7 @@
 //! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
+//! | `every_kernel` | every kernel of the catalogue launched once against the oracle (the sanitizer runs' set) |
 //! | `architecture` | no import cycles, no file over 600 lines |
 //! | `cli` | the `timewarp` binary end to end |
 
@@ -24,6 +25,7 @@ mod cli;
 mod common;
 mod drivers;
 mod errors;
+mod every_kernel;
 mod lockstep;
 mod long_pairs;
 mod matrix;

@@ -39,13 +39,13 @@ fn fast_math_bound<T: Float>(n: usize, m: usize, gamma: f64) -> f64 {
     }
 }
 
-fn metric(gamma: f64, band: Option<usize>) -> SoftDtw {
+pub(crate) fn metric(gamma: f64, band: Option<usize>) -> SoftDtw {
     let soft = SoftDtw::new(gamma).unwrap();
     band.map_or(soft, |r| soft.with_band(r))
 }
 
 /// Paired batches with the given (len_x, len_y) pairs.
-fn batches(
+pub(crate) fn batches(
     seed: u64,
     shapes: &[(usize, usize)],
     dims: usize,
@@ -62,7 +62,7 @@ fn batches(
 
 /// Values of `x` against `y` in precision `T` compared with the oracle on
 /// the rounded inputs.
-fn check_values<T: Float>(
+pub(crate) fn check_values<T: Float>(
     options: &ComputeOptions,
     x: &SeriesSet<f64>,
     y: &SeriesSet<f64>,
@@ -185,7 +185,7 @@ fn divergence_values(options: ComputeOptions) {
 
 /// Gradients of `x` against `y` in precision `T` (both series) against the
 /// oracle on the rounded inputs.
-fn check_gradients<T: Float>(
+pub(crate) fn check_gradients<T: Float>(
     options: &ComputeOptions,
     x: &SeriesSet<f64>,
     y: &SeriesSet<f64>,

@@ -45,8 +45,39 @@ impl Drop for Timed {
                 "timing: {} {seconds:.2} s (holding the GPU {own:.2} s; GPU busy so far {busy:.2} s)",
                 self.test
             );
+            write_kernel_coverage();
         }
     }
+}
+
+/// Where `TIMEWARP_KERNEL_COVERAGE` names a file, writes there the
+/// catalogue's kernels that this run has launched so far and those it has
+/// not (rewritten as each GPU test ends): which kernels a sanitizer run of
+/// a subset of the suite checked.
+fn write_kernel_coverage() {
+    let Some(path) = std::env::var_os("TIMEWARP_KERNEL_COVERAGE") else {
+        return;
+    };
+    static WRITING: Mutex<()> = Mutex::new(());
+    let _one_writer = WRITING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let used: Vec<String> = gpu::kernels_used()
+        .iter()
+        .map(|id| id.to_string())
+        .collect();
+    let unused: Vec<String> = timewarp_kernels::KernelId::all()
+        .map(|id| id.to_string())
+        .filter(|name| !used.contains(name))
+        .collect();
+    let report = format!(
+        "launched {} of {} kernels\nnot launched: {}\nlaunched: {}\n",
+        used.len(),
+        used.len() + unused.len(),
+        unused.join(" "),
+        used.join(" ")
+    );
+    let _ = std::fs::write(path, report);
 }
 
 /// Whether GPU test `test` should run: `Some` (a guard that reports its
