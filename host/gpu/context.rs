@@ -5,7 +5,7 @@
 //! `paired`, `gradient`, `long_pair`, `antidiagonal`) take a `&Gpu`.
 
 use super::device::{driver_error, gpu_error, list_gpus, GpuInfo, MemoryPool};
-use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
+use super::ptx::{embedded_ptx, entry_module, kernels_build_error, module_parts};
 use super::setup::{timed, SetupKind};
 use super::staging::PinnedPool;
 use super::streamed_state::StreamedState;
@@ -376,12 +376,44 @@ impl Gpu {
     pub fn load_kernels(&self) -> Result<()> {
         let failed = |e: driver::DriverError| Error::Gpu(format!("loading the kernels: {e}"));
         let ordinal = Some(self.info.ordinal);
-        let module = timed(SetupKind::ModuleLoad, ordinal, "every kernel", || {
-            self.context.load_module(Ptx::from_src(embedded_ptx()))
-        })
-        .map_err(failed)?;
+        let parts = std::env::var("TIMEWARP_JIT_PARTS")
+            .ok()
+            .and_then(|parts| parts.parse::<usize>().ok())
+            .unwrap_or(1);
+        let modules: Vec<Arc<CudaModule>> = if parts <= 1 {
+            let module = timed(SetupKind::ModuleLoad, ordinal, "every kernel", || {
+                self.context.load_module(Ptx::from_src(embedded_ptx()))
+            });
+            vec![module.map_err(failed)?]
+        } else {
+            let texts = module_parts(parts);
+            let loaded: Vec<_> = std::thread::scope(|scope| {
+                let threads: Vec<_> = texts
+                    .into_iter()
+                    .map(|text| {
+                        scope.spawn(move || {
+                            self.context.bind_to_thread()?;
+                            self.context.load_module(Ptx::from_src(text))
+                        })
+                    })
+                    .collect();
+                threads.into_iter().map(|thread| thread.join()).collect()
+            });
+            let mut modules = Vec::with_capacity(loaded.len());
+            for module in loaded {
+                let module = module.map_err(|_| Error::Gpu("a kernel loader panicked".into()))?;
+                modules.push(module.map_err(failed)?);
+            }
+            modules
+        };
         for id in KernelId::all() {
-            let function = module.load_function(&id.to_string()).map_err(failed)?;
+            let name = id.to_string();
+            let found = modules
+                .iter()
+                .find_map(|module| module.load_function(&name).ok());
+            let function = found.ok_or_else(|| {
+                Error::Gpu(format!("loading the kernels: the PTX has no kernel {name}"))
+            })?;
             let slot = self
                 .functions
                 .lock()
