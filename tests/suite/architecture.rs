@@ -1,7 +1,8 @@
 //! The layout the design keeps (docs/design.md), checked on the sources:
 //! no module of the host crate or of the kernels crate depends on one that
-//! depends back on it (no import cycles, however long), and no source file
-//! is over 600 lines but the kernel entry table.
+//! depends back on it (no import cycles, however long), the folders of the
+//! GPU runtime (`host/gpu/`) depend on each other only as [`GPU_FOLDERS`]
+//! allows, and no source file is over 600 lines but the kernel entry table.
 //!
 //! A module's dependencies are the modules its code names through
 //! `crate::` and `super::` paths (in `use` statements and in the code),
@@ -17,6 +18,36 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 600;
 
 type Module = Vec<String>;
+
+/// The folders of `host/gpu/`, each with the folders it may depend on:
+/// policy without CUDA at the bottom, then the GPU itself, then the data
+/// moved to and from it, then the launches the operations share, then the
+/// operations, none of which depends on another. A module of a folder may
+/// depend on any other module of its own folder (the cycle check still
+/// applies). `host/gpu/mod.rs` itself only declares and re-exports.
+const GPU_FOLDERS: &[(&str, &[&str])] = &[
+    ("plan", &[]),
+    ("runtime", &["plan"]),
+    ("transfer", &["runtime", "plan"]),
+    ("launch", &["transfer", "runtime", "plan"]),
+    ("matrix", &["launch", "transfer", "runtime", "plan"]),
+    ("paired", &["launch", "transfer", "runtime", "plan"]),
+    ("paths", &["launch", "transfer", "runtime", "plan"]),
+];
+
+/// The modules outside `host/gpu/` that the GPU runtime may depend on: the
+/// leaf types, below every backend and entry point.
+const GPU_LEAVES: &[&str] = &[
+    "error",
+    "finite",
+    "float",
+    "interrupt",
+    "metric",
+    "options",
+    "results",
+    "series",
+    "storage",
+];
 
 /// One crate's sources: module path -> code (comments and unit tests removed).
 struct Crate {
@@ -319,6 +350,90 @@ fn no_module_depends_on_itself_through_others() {
             panic!("{name}: import cycle {}", show(&cycle));
         }
     }
+}
+
+/// Every dependency of a module of `host/gpu/` that [`GPU_FOLDERS`] and
+/// [`GPU_LEAVES`] do not allow, and every module of `host/gpu/` in no
+/// folder of the table, each as a line.
+fn gpu_folder_violations(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    let name = |m: &Module| show(std::slice::from_ref(m));
+    let mut violations = Vec::new();
+    for (module, targets) in graph {
+        if module.first().map(String::as_str) != Some("gpu") {
+            continue;
+        }
+        let Some(folder) = module.get(1) else {
+            // `gpu` itself: re-exports only.
+            for target in targets {
+                violations.push(format!("gpu depends on {}", name(target)));
+            }
+            continue;
+        };
+        let Some((_, allowed)) = GPU_FOLDERS.iter().find(|(f, _)| *f == folder.as_str()) else {
+            violations.push(format!("{} is in no folder of GPU_FOLDERS", name(module)));
+            continue;
+        };
+        for target in targets {
+            let fine = match target.first().map(String::as_str) {
+                Some("gpu") => target
+                    .get(1)
+                    .is_some_and(|f| f == folder || allowed.contains(&f.as_str())),
+                Some(outside) => GPU_LEAVES.contains(&outside),
+                // The crate root: only declarations and re-exports.
+                None => true,
+            };
+            if !fine {
+                violations.push(format!("{} depends on {}", name(module), name(target)));
+            }
+        }
+    }
+    violations
+}
+
+#[test]
+fn gpu_folders_depend_only_as_the_table_allows() {
+    let (_, host) = crates().swap_remove(0);
+    let graph = host.dependencies();
+    for (folder, _) in GPU_FOLDERS {
+        assert!(
+            graph
+                .keys()
+                .any(|m| m.len() > 2 && m[0] == "gpu" && m[1] == *folder),
+            "no module in host/gpu/{folder}/"
+        );
+    }
+    let violations = gpu_folder_violations(&graph);
+    assert!(
+        violations.is_empty(),
+        "dependencies against GPU_FOLDERS:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_folder_check_finds_dependencies_against_the_table() {
+    let module = |path: &str| -> Module { path.split("::").map(String::from).collect() };
+    let graph: BTreeMap<Module, BTreeSet<Module>> = [
+        ("gpu::plan::select", vec!["error", "gpu::plan::layout"]),
+        ("gpu::runtime::context", vec!["gpu::plan::spread"]),
+        // Upwards, sideways between operations, and out to an entry point.
+        ("gpu::runtime::pinned", vec!["gpu::transfer::uploads"]),
+        ("gpu::paired::values", vec!["gpu::matrix::workers"]),
+        ("gpu::paths::last_columns", vec!["api::paths"]),
+        ("gpu::elsewhere", vec![]),
+    ]
+    .into_iter()
+    .map(|(m, targets)| (module(m), targets.into_iter().map(module).collect()))
+    .collect();
+    assert_eq!(
+        gpu_folder_violations(&graph),
+        [
+            "gpu::elsewhere is in no folder of GPU_FOLDERS",
+            "gpu::paired::values depends on gpu::matrix::workers",
+            "gpu::paths::last_columns depends on api::paths",
+            "gpu::runtime::pinned depends on gpu::transfer::uploads",
+        ]
+    );
 }
 
 #[test]

@@ -3,17 +3,17 @@
 //! launch's kernel and grid, the outputs (a kept mapped buffer, or device
 //! memory) and the warp kernel's borders; then run over device batches of
 //! those lengths. A call that uploads its batches plans while the upload
-//! gets under way ([`super::paired`]).
+//! gets under way ([`super::values`]).
 
-use super::context::{poison_bytes, Gpu, KernelParams};
-use super::device::gpu_error;
-use super::image::DeviceBatch;
-use super::plan::paired::{operands, Shapes};
-use super::plan::{chunks, MAX_BLOCKS};
-use super::select::{band_width, block_threads, panels_kernel, warp_kernel, WarpKernel};
-use super::staging::{outputs_to_host, MappedOutputs};
-use super::stencil::{shared_bytes, stencil_launch};
-use super::wait::wait_stream;
+use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
+use crate::gpu::plan::paired_shapes::{operands, Shapes};
+use crate::gpu::plan::select::{band_width, block_threads, panels_kernel, warp_kernel, WarpKernel};
+use crate::gpu::plan::{chunks, MAX_BLOCKS};
+use crate::gpu::runtime::context::{poison_bytes, Gpu, KernelParams};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::pinned::{outputs_to_host, MappedOutputs};
+use crate::gpu::runtime::wait::wait_stream;
+use crate::gpu::transfer::uploads::DeviceBatch;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, CudaFunction, CudaSlice, DevicePtr};
 use std::mem::size_of;
@@ -75,7 +75,7 @@ pub(super) fn value_border<T: Float, P: KernelParams<T>>(
 }
 
 /// Device memory a value computation over device batches of `shapes`
-/// allocates with `variant` ([`super::paired::values_on`]): only the
+/// allocates with `variant` ([`super::values::values_on`]): only the
 /// outputs and the warp kernel's borders (unbounded for the tiled kernel,
 /// which plans its own).
 pub(crate) fn value_call_bytes<T: Float, P: KernelParams<T>>(
@@ -117,12 +117,12 @@ enum LaunchKind {
     Stencil { ring: usize },
 }
 
-/// A value computation ([`super::paired::values_on`], but for the tiled
+/// A value computation ([`super::values::values_on`], but for the tiled
 /// kernel) planned from the pairs' lengths alone: the chunks, each
 /// launch's kernel, the outputs and the device buffer, all settled without
 /// the batches, so that a call that uploads them plans while the upload
 /// gets under way and launches once its copies are queued
-/// ([`super::paired::paired_values`]).
+/// ([`super::values::paired_values`]).
 pub(crate) struct ValuePlan<'g, T, P> {
     gpu: &'g Gpu,
     params: P,

@@ -1,14 +1,39 @@
-//! A distance matrix on the GPU with any variant: the dispatch to the
-//! launcher that runs it.
+//! Distance matrices on the GPU with any variant: [`matrix`] dispatches to
+//! the launcher that runs it, [`matrix_resident`] runs the pair kernels
+//! against a resident set. It depends on `launch`, `transfer`, `runtime`
+//! and `plan`.
+//!
+//! The files, each depending only on those before it:
+//!
+//! ```text
+//! tile_pipeline  the streamed tile pipeline that feeds the pair kernels
+//!                (naive, warp, local, shared)
+//! workers        a plan's blocks on one worker (and pipeline) per GPU
+//! pair_kernels   the pair kernels over whole batches, streamed or against
+//!                a resident set; a resident set's upload
+//! stencil_tiles  the stencil kernels, in tiles of series
+//! tiled_pairs    the tiled variants, one long pair after the other
+//! antidiagonal   the anti-diagonal variants, one pair after the other
+//! mod.rs         the dispatch of a variant to its launcher
+//! ```
 
-use super::antidiagonal::diagonal_pairs;
-use super::context::{Gpu, KernelParams};
-use super::long_pair::pairs_one_by_one;
-use super::pairs::streamed;
-use super::stencil::stencil_matrix;
+mod antidiagonal;
+mod pair_kernels;
+mod stencil_tiles;
+mod tile_pipeline;
+mod tiled_pairs;
+mod workers;
+
+pub(crate) use pair_kernels::{matrix_resident, upload_range, ResidentParts};
+
 use crate::finite::check_finite;
+use crate::gpu::runtime::context::{Gpu, KernelParams};
 use crate::{Float, Result, SeriesSet, Variant};
+use antidiagonal::diagonal_pairs;
 use ndarray::Array2;
+use pair_kernels::matrix_streamed;
+use stencil_tiles::stencil_matrix;
+use tiled_pairs::pairs_one_by_one;
 
 /// Every series of `a` against every series of `b` (or the upper triangle
 /// of `a` against itself) with `variant`, using at most `memory_budget`
@@ -41,7 +66,7 @@ pub(crate) fn matrix<T: Float, P: KernelParams<T>>(
             stencil_matrix(gpu, params, a, b, budget)
         }
         Variant::Naive | Variant::Warp | Variant::Local | Variant::Shared => {
-            return streamed(gpus, variant, params, a, b, memory_budget);
+            return matrix_streamed(gpus, variant, params, a, b, memory_budget);
         }
     }?;
     let values = matrix

@@ -2,14 +2,14 @@
 //! tensors): read in place, results written to the caller's buffer, in
 //! order after the work the caller's stream has queued.
 
-use super::context::{Gpu, KernelParams};
-use super::device::gpu_error;
 use super::gradient::{gradient_call_bytes, gradient_into, gradient_kernel};
-use super::image::ForeignBatch;
-use super::paired::{choose, values_on};
-use super::plan::paired::{GradientKernel, GradientPlan, Shapes};
-use super::value_plan::value_call_bytes;
-use super::wait::wait_stream;
+use super::value_launches::value_call_bytes;
+use super::values::{choose, values_on};
+use crate::gpu::plan::paired_shapes::{GradientKernel, GradientPlan, Shapes};
+use crate::gpu::runtime::context::{Gpu, KernelParams};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::wait::wait_stream;
+use crate::gpu::transfer::uploads::ForeignBatch;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, sys};
 use timewarp_kernels::Differentiable;

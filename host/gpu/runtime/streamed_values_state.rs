@@ -1,6 +1,7 @@
 //! What the streamed calls on one GPU keep from one to the next
 //! ([`StreamedState`], a field of the GPU's context): apart from
-//! `streamed.rs`, which takes the GPU, so that the two depend one way.
+//! `paired::streamed_values`, which takes the GPU, so that the two depend
+//! one way.
 
 use super::device::gpu_error;
 use crate::Result;
@@ -28,7 +29,7 @@ pub(crate) struct StreamedState {
 
 impl StreamedState {
     /// The device addresses of the kernel's `relayed` and `through` words.
-    pub(super) fn words(&self, stream: &Arc<CudaStream>) -> Result<(u64, u64)> {
+    pub(crate) fn words(&self, stream: &Arc<CudaStream>) -> Result<(u64, u64)> {
         if self.words.get().is_none() {
             let words = stream.alloc_zeros::<u64>(2).map_err(gpu_error)?;
             // The caller holds the GPU: no other call sets it meanwhile.
@@ -40,13 +41,13 @@ impl StreamedState {
     }
 
     /// The number of the next launch: each differs from the one before.
-    pub(super) fn next_launch(&self) -> u32 {
+    pub(crate) fn next_launch(&self) -> u32 {
         self.launches.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Blocks of `threads` threads and `shared` bytes of kernel `id`
     /// (`function`) that a multiprocessor holds at once.
-    pub(super) fn blocks_per_sm(
+    pub(crate) fn blocks_per_sm(
         &self,
         (id, function): (KernelId, &CudaFunction),
         threads: usize,

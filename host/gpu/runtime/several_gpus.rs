@@ -1,8 +1,8 @@
-//! One call's work on several GPUs: each GPU held for the call, a worker
-//! per GPU with its own pipeline (streams, pinned buffers, device buffers),
-//! the blocks of a plan handed out from one queue ([`spread`]), results
-//! into one matrix. One GPU is the same code with one worker, on the
-//! calling thread.
+//! One call's work on several GPUs: each GPU held for the call (in
+//! ordinal order), its memory budget, and the blocks of a paired
+//! computation handed out from one queue ([`spread`]); the distance
+//! matrices' workers (`matrix::workers`) enter their blocks the same way.
+//! The test hook's fault ([`inject_gpu_fault`]) is armed here.
 //!
 //! A worker whose block fails with a device error stops; its block is
 //! computed again by the others (a whole block, so its results overwrite
@@ -10,11 +10,9 @@
 //! that failed, only when none is left.
 
 use super::context::{Busy, Gpu};
-use super::output::Output;
-use super::pipeline::{Operand, PairKernel, Pipeline};
-use super::plan::matrix::{Plan, Sizes, Tile};
-use super::plan::spread::{named, spread};
-use crate::{Error, Float, Result, SeriesSet};
+use crate::gpu::plan::count_ranges;
+use crate::gpu::plan::spread::{named, spread};
+use crate::{Error, Result};
 use std::cell::Cell;
 
 thread_local! {
@@ -76,47 +74,6 @@ pub(crate) fn budgets(gpus: &[&'static Gpu], memory_budget: Option<usize>) -> Re
         .collect()
 }
 
-/// One GPU's share of a computation: its operand for the plan's other
-/// side, and the kernel and pipeline it makes on its first block.
-pub(crate) struct Worker<'a, T> {
-    pub gpu: &'static Gpu,
-    operand: Operand<'a, T>,
-    kernel: Option<PairKernel>,
-    pipeline: Option<Pipeline<'static, T>>,
-    /// Blocks to compute before the injected fault, if one is armed.
-    fault_after: Option<usize>,
-    done: usize,
-}
-
-impl<'a, T: Float> Worker<'a, T> {
-    /// A worker per GPU, each reading `operand(k)` for GPU `k` of `gpus`;
-    /// takes the fault [`inject_gpu_fault`] armed, if any.
-    pub(crate) fn each(
-        gpus: &[&'static Gpu],
-        operand: impl Fn(usize) -> Operand<'a, T>,
-    ) -> Vec<Worker<'a, T>> {
-        let faults = armed_faults(gpus);
-        gpus.iter()
-            .zip(faults)
-            .enumerate()
-            .map(|(k, (&gpu, fault_after))| Worker {
-                gpu,
-                operand: operand(k),
-                kernel: None,
-                pipeline: None,
-                fault_after,
-                done: 0,
-            })
-            .collect()
-    }
-
-    /// Before each block: the GPU's context on this thread, and the
-    /// injected fault when its time has come.
-    fn enter(&mut self) -> Result<()> {
-        enter(self.gpu, &mut self.fault_after, self.done)
-    }
-}
-
 /// For each of `gpus`, the blocks it computes before the fault that
 /// [`inject_gpu_fault`] armed on this thread, if it is that GPU's; takes
 /// the fault.
@@ -141,53 +98,6 @@ pub(crate) fn enter(gpu: &Gpu, fault_after: &mut Option<usize>, done: usize) -> 
     gpu.context
         .bind_to_thread()
         .map_err(super::device::gpu_error)
-}
-
-/// Runs the uploads of `plan` (its blocks) on `workers`, each through its
-/// own pipeline of `sizes` with `kernel` loaded on its GPU, the `fixed`
-/// side uploaded a block at a time, results into `out`; counts each GPU's
-/// pairs and time in [`Gpu::work`].
-pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
-    workers: &mut [Worker<'_, T>],
-    (plan, sizes): (&Plan, Sizes),
-    fixed: &SeriesSet<T>,
-    params: P,
-    kernel: impl Fn(&Gpu) -> Result<PairKernel> + Sync,
-    out: &Output<T>,
-) -> Result<()> {
-    let result = spread(
-        workers,
-        plan.uploads.len(),
-        |worker| worker.gpu.name(),
-        |worker, block| {
-            worker.enter()?;
-            let gpu = worker.gpu;
-            if worker.kernel.is_none() {
-                worker.kernel = Some(kernel(gpu)?);
-            }
-            if worker.pipeline.is_none() {
-                worker.pipeline = Some(Pipeline::new(gpu, sizes)?);
-            }
-            let (Some(kernel), Some(pipeline)) = (&worker.kernel, &mut worker.pipeline) else {
-                unreachable!("both set above")
-            };
-            let upload = (plan.fixed, &plan.uploads[block]);
-            pipeline.run_upload(kernel, params, upload, fixed, &worker.operand, out)?;
-            worker.done += 1;
-            Ok(())
-        },
-    );
-    // The pipelines wait for their streams as they go.
-    for worker in workers.iter_mut() {
-        worker.pipeline = None;
-    }
-    for (worker, share) in workers.iter().zip(result?) {
-        let tiles = share.blocks.iter().flat_map(|&b| &plan.uploads[b].tiles);
-        worker
-            .gpu
-            .add_work(tiles.map(Tile::pairs).sum(), share.time);
-    }
-    Ok(())
 }
 
 /// A paired computation of `pairs` pairs on one GPU, with the test hook's
@@ -215,7 +125,7 @@ pub(crate) fn spread_pair_blocks<R>(
     compute: impl Fn(&'static Gpu, std::ops::Range<usize>) -> Result<R> + Sync,
     place: impl Fn(std::ops::Range<usize>, R) + Sync,
 ) -> Result<()> {
-    let blocks = super::plan::count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
+    let blocks = count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
     let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
     let mut done = vec![0; gpus.len()];
     let done: Vec<_> = done.iter_mut().collect();

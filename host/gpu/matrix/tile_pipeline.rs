@@ -12,15 +12,15 @@
 //! ([`crate::SeriesSet::into_page_locked`]) stages only its chunks'
 //! offsets: its values are copied to the device straight from the batch.
 
-use super::context::{poison_bytes, Gpu};
-use super::device::gpu_error;
-use super::image::DeviceImage;
-use super::layout::Image;
-use super::output::Output;
-use super::plan::matrix::STAGING_BYTES;
-use super::plan::matrix::{Side, Sizes, Tile, Upload};
-use super::staging::Pinned;
-use super::wait::{wait_event, wait_stream};
+use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
+use crate::gpu::plan::matrix_tiles::{Side, Sizes, Tile, Upload};
+use crate::gpu::runtime::context::{poison_bytes, Gpu};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::pinned::Pinned;
+use crate::gpu::runtime::wait::{wait_event, wait_stream};
+use crate::gpu::transfer::image_writes::Image;
+use crate::gpu::transfer::matrix_output::Output;
+use crate::gpu::transfer::uploads::DeviceImage;
 use crate::interrupt;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{

@@ -2,13 +2,13 @@
 //! the stencil driver's passes writing the derivative of the pair's value
 //! with respect to every cell (`alignment` kernels).
 
-use super::context::{poison, Gpu, KernelParams};
-use super::device::gpu_error;
-use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
-use super::layout::image_bytes;
-use super::select::block_threads;
-use super::stencil::{shared_bytes, stencil_launch};
-use super::wait::wait_stream;
+use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
+use crate::gpu::plan::layout::image_bytes;
+use crate::gpu::plan::select::block_threads;
+use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::wait::wait_stream;
+use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;

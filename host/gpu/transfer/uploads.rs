@@ -3,13 +3,14 @@
 //! of host batches the one-launch-at-a-time launchers upload for a call
 //! ([`upload_ranges`], read as [`DeviceBatch`]es).
 
-use super::context::Gpu;
-use super::device::gpu_error;
-use super::layout::{as_bytes_u64, Image, Layout};
-use super::plan::paired::{lengths_range, Shapes};
+use super::image_writes::{as_bytes_u64, Image};
 use super::staged_copy::{stage_and_copy, Staging};
-use super::staging::{keeps, Pinned, PinnedPool};
-use super::wait::wait_stream;
+use crate::gpu::plan::layout::Layout;
+use crate::gpu::plan::paired_shapes::{lengths_range, Shapes};
+use crate::gpu::runtime::context::Gpu;
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::pinned::{keeps, Pinned, PinnedPool};
+use crate::gpu::runtime::wait::wait_stream;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use std::marker::PhantomData;
@@ -20,12 +21,12 @@ use timewarp_kernels::SetRef;
 /// A batch in device memory, uploaded once by [`crate::upload`] and read by
 /// every computation against it until it is dropped.
 pub struct DeviceSeriesSet<T> {
-    pub(super) image: DeviceImage<T>,
+    pub(crate) image: DeviceImage<T>,
     /// The `len + 1` sample offsets, also on the host: the lengths the
     /// paired computations plan with.
-    pub(super) offsets: Vec<u64>,
-    pub(super) max_len: usize,
-    pub(super) min_len: usize,
+    pub(crate) offsets: Vec<u64>,
+    pub(crate) max_len: usize,
+    pub(crate) min_len: usize,
 }
 
 impl<T: Float> DeviceSeriesSet<T> {
@@ -254,12 +255,12 @@ impl<T: Float> Uploaded<'_, T> {
 /// Series `first .. first + layout.count` of a batch, in device memory.
 pub(crate) struct DeviceImage<T> {
     /// Owns the memory `base` addresses.
-    pub(super) _allocation: CudaSlice<u8>,
-    pub(super) base: u64,
-    pub(super) layout: Layout,
+    pub(crate) _allocation: CudaSlice<u8>,
+    pub(crate) base: u64,
+    pub(crate) layout: Layout,
     /// Index in the whole batch of the image's first series.
-    pub(super) first: usize,
-    pub(super) element: PhantomData<T>,
+    pub(crate) first: usize,
+    pub(crate) element: PhantomData<T>,
 }
 
 impl<T> DeviceImage<T> {
@@ -272,7 +273,7 @@ impl<T> DeviceImage<T> {
 
 /// Where each image's values start in an upload of `images` (every
 /// image's offsets first), and the upload's bytes.
-pub(super) fn upload_places(images: &[Image]) -> (Vec<usize>, usize) {
+pub(crate) fn upload_places(images: &[Image]) -> (Vec<usize>, usize) {
     let offsets_bytes: usize = images.iter().map(|image| image.layout.values_at()).sum();
     let mut values_starts = Vec::with_capacity(images.len());
     let mut total = offsets_bytes.next_multiple_of(UPLOAD_ALIGN);

@@ -12,25 +12,25 @@
 //! and the kernel's warps stop; if the kernel's warps wait past their
 //! patience (a launch that blocks until the kernel ends, a host thread
 //! stalled for seconds), they stop and say so, and the call computes the
-//! pairs the ordinary way ([`super::paired`]). Either way no pair's value
+//! pairs the ordinary way ([`super::values`]). Either way no pair's value
 //! comes from series not yet written.
 //!
 //! A call allocates nothing on the device: the kernel's device words are
-//! kept per GPU ([`super::streamed_state::StreamedState`]), each launch
+//! kept per GPU ([`crate::gpu::runtime::streamed_values_state::StreamedState`]), each launch
 //! numbered. Nor does it wait for the kernel's end: the kernel says in
 //! host memory when every pair's value is written, and the call reads them
 //! then, while the kernel's warps finish (they touch none of the call's
 //! memory after).
 
-use super::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
-use super::device::gpu_error;
-use super::image::upload_places;
-use super::layout::{as_bytes_u64, Image};
-use super::plan::paired::Shapes;
-use super::staged_copy::{stage_in_order, Staging};
-use super::staging::{keeps, MappedOutputs, Pinned};
-use super::value_plan::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
-use super::wait::{device_wait_bound, wait_stream};
+use super::value_launches::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
+use crate::gpu::plan::paired_shapes::Shapes;
+use crate::gpu::runtime::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::pinned::{keeps, MappedOutputs, Pinned};
+use crate::gpu::runtime::wait::{device_wait_bound, wait_stream};
+use crate::gpu::transfer::image_writes::{as_bytes_u64, Image};
+use crate::gpu::transfer::staged_copy::{stage_in_order, Staging};
+use crate::gpu::transfer::uploads::upload_places;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{sys, CudaStream, DevicePtr, LaunchConfig};
 use std::cell::Cell;
@@ -470,8 +470,8 @@ fn chunks_of(
 
 #[cfg(test)]
 mod tests {
-    use super::super::layout::test_sets::set;
     use super::*;
+    use crate::gpu::plan::layout::test_sets::set;
 
     /// The chunks cover every staged byte once, in order of the pairs, and
     /// the count after a chunk is the pairs whose bytes are all in it or

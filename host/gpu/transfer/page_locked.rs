@@ -1,7 +1,7 @@
 //! Batches in page-locked host memory ([`SeriesSet::into_page_locked`]),
 //! which the pipeline and the uploads copy to the GPU straight from.
 
-use super::context::Gpu;
+use crate::gpu::runtime::context::Gpu;
 use crate::storage::PageLocked;
 use crate::{Error, Float, GpuSet, Result, SeriesSet};
 

@@ -1,12 +1,12 @@
 //! Pinned host memory and the pipeline's streams, made once per GPU and
 //! kept between calls (allocating pinned memory is slow), and the results
 //! that come back through it; an upload's values go through it too
-//! ([`super::staged_copy`]).
+//! ([`crate::gpu::transfer::staged_copy`]).
 
 use super::device::gpu_error;
-use super::plan::matrix::{SLOTS, STAGING_BYTES};
 use super::setup::{timed, SetupKind};
 use super::wait::wait_stream;
+use crate::gpu::plan::matrix_tiles::{SLOTS, STAGING_BYTES};
 use crate::{Float, Result};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, PinnedHostSlice};
 use std::mem::size_of;
@@ -40,7 +40,7 @@ impl PinnedPool {
     }
 
     /// The [`SLOTS`] streams, created on first use.
-    pub(super) fn streams(&self, context: &Arc<CudaContext>) -> Result<Vec<Arc<CudaStream>>> {
+    pub(crate) fn streams(&self, context: &Arc<CudaContext>) -> Result<Vec<Arc<CudaStream>>> {
         let mut state = self.state();
         if state.streams.len() < SLOTS {
             timed(SetupKind::Streams, Some(context.ordinal()), "", || {
@@ -54,7 +54,7 @@ impl PinnedPool {
     }
 
     /// A pinned buffer of at least `bytes`: a kept one, or a new one.
-    pub(super) fn take(
+    pub(crate) fn take(
         &self,
         context: &Arc<CudaContext>,
         bytes: usize,
@@ -102,7 +102,7 @@ impl PinnedPool {
 
     /// Keeps `buffer` for later calls, unless it is unusually large or
     /// enough are kept.
-    pub(super) fn give_back(&self, buffer: Pinned) {
+    pub(crate) fn give_back(&self, buffer: Pinned) {
         if buffer.slice.len() > KEEP_PINNED_BYTES {
             return;
         }
@@ -120,7 +120,7 @@ impl PinnedPool {
 
 /// Pinned host memory and its address. The pipeline orders every host
 /// access after the device's (slot events), so it uses the raw address.
-pub(super) struct Pinned {
+pub(crate) struct Pinned {
     slice: PinnedHostSlice<u8>,
     pointer: *mut u8,
     write_combined: bool,
@@ -132,20 +132,20 @@ pub(super) struct Pinned {
 unsafe impl Send for Pinned {}
 
 impl Pinned {
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slice.len()
     }
 
     /// # Safety
     /// No copy that reads or writes the buffer is in flight.
-    pub(super) unsafe fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
+    pub(crate) unsafe fn bytes_mut(&mut self, len: usize) -> &mut [u8] {
         assert!(len <= self.len());
         std::slice::from_raw_parts_mut(self.pointer, len)
     }
 
     /// # Safety
     /// No copy that reads or writes the buffer is in flight.
-    pub(super) unsafe fn values_mut<T: Float>(&mut self, len: usize) -> &mut [T] {
+    pub(crate) unsafe fn values_mut<T: Float>(&mut self, len: usize) -> &mut [T] {
         assert!(len * size_of::<T>() <= self.len());
         // Pinned allocations are page-aligned.
         std::slice::from_raw_parts_mut(self.pointer.cast::<T>(), len)
@@ -153,7 +153,7 @@ impl Pinned {
 
     /// # Safety
     /// No copy that writes the buffer is in flight; `len` bytes hold `T`s.
-    pub(super) unsafe fn values<T: Float>(&self, len: usize) -> &[T] {
+    pub(crate) unsafe fn values<T: Float>(&self, len: usize) -> &[T] {
         assert!(len * size_of::<T>() <= self.len());
         // Pinned allocations are page-aligned.
         std::slice::from_raw_parts(self.pointer.cast::<T>(), len)
@@ -162,7 +162,7 @@ impl Pinned {
 
 /// Whether a buffer of `bytes` would be kept for later calls (smaller
 /// ones are worth taking for a single copy).
-pub(super) fn keeps(bytes: usize) -> bool {
+pub(crate) fn keeps(bytes: usize) -> bool {
     bytes <= KEEP_PINNED_BYTES
 }
 
@@ -171,7 +171,7 @@ pub(super) fn keeps(bytes: usize) -> bool {
 /// buffer when they are small enough (one fast copy, where a copy to
 /// ordinary memory goes at a fraction of the bus's speed), else each
 /// straight into its vector.
-pub(super) fn outputs_to_host<T: Float>(
+pub(crate) fn outputs_to_host<T: Float>(
     (stream, pool): (&Arc<CudaStream>, &PinnedPool),
     results: &CudaSlice<T>,
     parts: &[(usize, usize)],
@@ -223,7 +223,7 @@ pub(super) fn outputs_to_host<T: Float>(
 /// page-locked memory from `cuMemHostAlloc` is mapped for the device at the
 /// address the host sees. Waits for the stream before the buffer goes back
 /// to the pool, so that no kernel still writes it.
-pub(super) struct MappedOutputs<'a> {
+pub(crate) struct MappedOutputs<'a> {
     buffer: Option<Pinned>,
     pool: &'a PinnedPool,
     stream: &'a CudaStream,
@@ -235,7 +235,7 @@ pub(super) struct MappedOutputs<'a> {
 impl<'a> MappedOutputs<'a> {
     /// `values` values of `T`, poisoned; `None` when they are too many for
     /// a kept buffer (the caller then copies them back from the device).
-    pub(super) fn take<T: Float>(
+    pub(crate) fn take<T: Float>(
         (stream, pool): (&'a Arc<CudaStream>, &'a PinnedPool),
         values: usize,
     ) -> Result<Option<Self>> {
@@ -257,7 +257,7 @@ impl<'a> MappedOutputs<'a> {
     }
 
     /// The device address of value `index` (of `T`).
-    pub(super) fn address<T: Float>(&self, index: usize) -> u64 {
+    pub(crate) fn address<T: Float>(&self, index: usize) -> u64 {
         debug_assert!((index + 1) * size_of::<T>() <= self.bytes);
         let buffer = self.buffer.as_ref().expect("held until dropped");
         buffer.pointer as u64 + (index * size_of::<T>()) as u64
@@ -265,7 +265,7 @@ impl<'a> MappedOutputs<'a> {
 
     /// The values, once the stream's work (the kernels that write them) is
     /// done: waits for it.
-    pub(super) fn read<T: Float>(mut self) -> Result<Vec<T>> {
+    pub(crate) fn read<T: Float>(mut self) -> Result<Vec<T>> {
         wait_stream(self.stream, "the copy of results to the host")?;
         self.done = true;
         let buffer = self.buffer.as_ref().expect("held until dropped");
@@ -281,7 +281,7 @@ impl<'a> MappedOutputs<'a> {
     /// # Safety
     /// Every value was written before that word, and nothing on the stream
     /// writes the buffer after it.
-    pub(super) unsafe fn read_finished<T: Float>(mut self) -> Vec<T> {
+    pub(crate) unsafe fn read_finished<T: Float>(mut self) -> Vec<T> {
         self.done = true;
         let buffer = self.buffer.as_ref().expect("held until dropped");
         buffer.values::<T>(self.bytes / size_of::<T>()).to_vec()

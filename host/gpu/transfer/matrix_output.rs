@@ -2,9 +2,9 @@
 //! of it faulted in, while the GPU computes the tile; each tile's results
 //! checked and copied in when they arrive.
 
-use super::layout::{copy_threads, PARALLEL_COPY_BYTES};
-use super::plan::matrix::Tile;
+use super::image_writes::{copy_threads, PARALLEL_COPY_BYTES};
 use crate::finite::check_finite_here;
+use crate::gpu::plan::matrix_tiles::Tile;
 use crate::results::zeros;
 use crate::{Error, Float, Result};
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};

@@ -2,54 +2,21 @@
 //! matrices, in tiles of series whose data and outputs fit the budget;
 //! and the stencil launch that the paired and gradient launchers share.
 
-use super::context::{poison, Gpu, KernelParams};
-use super::device::gpu_error;
-use super::image::{upload_ranges, AsyncCopies};
-use super::plan::matrix::TilePlan;
-use super::plan::MAX_BLOCKS;
-use super::select::block_threads;
-use super::wait::wait_stream;
+use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
+use crate::gpu::plan::matrix_tiles::TilePlan;
+use crate::gpu::plan::select::block_threads;
+use crate::gpu::plan::MAX_BLOCKS;
+use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::wait::wait_stream;
+use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies};
 use crate::results::zeros;
 use crate::{Float, Result, SeriesSet};
 use ndarray::{s, Array2};
 use std::ops::Range;
 use timewarp_kernels::drivers::stencil::{ring_len, VALUE_RINGS};
-use timewarp_kernels::launch::pairs::{GradientBuffers, PairsLaunch, StencilLaunch};
 use timewarp_kernels::launch::{tile_pairs, Numbering};
-use timewarp_kernels::{Driver, KernelId, SetRef};
-
-/// Bytes of shared memory of a stencil block for pairs of at most
-/// `ring_len - 1` samples on their shorter side: `rings` anti-diagonals.
-pub(crate) fn shared_bytes<T>(rings: usize, ring_len: usize) -> usize {
-    rings * ring_len * std::mem::size_of::<T>()
-}
-
-/// A stencil launch of `pair_count` pairs of `a` and `b`, numbered as
-/// `numbering` says, with rings of `ring_len` values, no output or gradient
-/// yet.
-pub(crate) fn stencil_launch<T: Float, P: Copy>(
-    (a, b): (SetRef<T>, SetRef<T>),
-    params: P,
-    numbering: Numbering,
-    pair_count: u64,
-    ring_len: usize,
-) -> StencilLaunch<T, P> {
-    StencilLaunch {
-        pairs: PairsLaunch {
-            a,
-            b,
-            params,
-            out: std::ptr::null_mut(),
-            workspace: std::ptr::null_mut(),
-            row_len: 1,
-            first_pair: 0,
-            pair_count,
-            numbering,
-        },
-        ring_len: ring_len as u64,
-        gradient: GradientBuffers::none(),
-    }
-}
+use timewarp_kernels::{Driver, KernelId};
 
 /// The longest series of `range` of `set`.
 fn longest<T: Float>(set: &SeriesSet<T>, range: &Range<usize>) -> usize {

@@ -1,88 +1,19 @@
-//! The device image of a range of series, as the host lays it out: the
+//! The device image of a range of series, as the host writes it: the
 //! `count + 1` offsets (rebased to the range's first sample), the values,
-//! then the timestamps if the batch has them. Streamed chunks, uploaded blocks,
-//! resident sets and paired uploads all take this form; the image's bytes
-//! are written straight from the batch's arrays into staging memory.
-//! No CUDA here: the layout is unit-tested on the CPU.
+//! then the timestamps if the batch has them ([`Layout`]). Streamed chunks,
+//! uploaded blocks, resident sets and paired uploads all take this form;
+//! the image's bytes are written straight from the batch's arrays into
+//! staging memory. No CUDA here: the writes are unit-tested on the CPU.
 
+use crate::gpu::plan::layout::Layout;
 use crate::{Float, SeriesSet};
 use rayon::prelude::*;
 use std::mem::size_of;
 use std::ops::Range;
-use timewarp_kernels::SetRef;
 
 /// Host copies at least this large are spread over threads, in pieces.
 pub(crate) const PARALLEL_COPY_BYTES: usize = 1 << 20;
 const COPY_PIECE_BYTES: usize = 256 << 10;
-
-/// Bytes of the device image of series `range` of `set`: what uploading
-/// them takes.
-pub(crate) fn image_bytes<T: Float>(set: &SeriesSet<T>, range: Range<usize>) -> usize {
-    Layout::of(set, &range).bytes()
-}
-
-/// Where the parts of a range of series lie in its device image: `count + 1`
-/// offsets (u64, rebased to the range's first sample), the values, then the
-/// timestamps if the batch has them. Streamed chunks, uploaded blocks and
-/// resident sets all take this form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Layout {
-    pub count: usize,
-    pub dims: usize,
-    pub samples: usize,
-    pub times: bool,
-    pub element: usize,
-}
-
-impl Layout {
-    pub(crate) fn of<T: Float>(set: &SeriesSet<T>, range: &Range<usize>) -> Layout {
-        let (_, offsets, times) = set.parts();
-        Layout {
-            count: range.len(),
-            dims: set.dims(),
-            samples: (offsets[range.end] - offsets[range.start]) as usize,
-            times: times.is_some(),
-            element: size_of::<T>(),
-        }
-    }
-
-    pub(crate) fn values_at(&self) -> usize {
-        (self.count + 1) * size_of::<u64>()
-    }
-
-    pub(crate) fn times_at(&self) -> usize {
-        self.values_at() + self.samples * self.dims * self.element
-    }
-
-    pub(crate) fn bytes(&self) -> usize {
-        self.times_at()
-            + if self.times {
-                self.samples * self.element
-            } else {
-                0
-            }
-    }
-
-    /// The kernels' view of series `first .. first + count` of the image at
-    /// device address `base`. Offsets count from the image's first sample,
-    /// so a sub-range needs only its own offsets pointer.
-    pub(crate) fn set_ref<T>(&self, base: u64, first: usize, count: usize) -> SetRef<T> {
-        debug_assert!(first + count <= self.count);
-        SetRef {
-            values: (base + self.values_at() as u64) as *const T,
-            offsets: (base + (first * size_of::<u64>()) as u64) as *const u64,
-            times: if self.times {
-                (base + self.times_at() as u64) as *const T
-            } else {
-                std::ptr::null()
-            },
-            count: count as u64,
-            dims: self.dims as u64,
-            uniform_len: 0,
-            uniform_first: 0,
-        }
-    }
-}
 
 /// A range of series of a host batch, seen as the bytes of its device
 /// image, straight from the batch's arrays (nothing is copied to build it).
@@ -266,42 +197,10 @@ pub(crate) fn copy_threads() -> &'static rayon::ThreadPool {
     })
 }
 
-/// Batches whose values count up from 1, for the layout and plan tests.
-#[cfg(test)]
-pub(super) mod test_sets {
-    use crate::SeriesSet;
-    use ndarray::Array2;
-
-    /// Series of `lengths` samples of `dims` values, optionally with
-    /// timestamps `0, 0.5, 1, ...`.
-    pub fn set(lengths: &[usize], dims: usize, times: bool) -> SeriesSet<f64> {
-        let mut next = 0.0;
-        let series: Vec<Array2<f64>> = lengths
-            .iter()
-            .map(|&n| {
-                Array2::from_shape_fn((n, dims), |_| {
-                    next += 1.0;
-                    next
-                })
-            })
-            .collect();
-        let set = SeriesSet::from_series(series.iter().map(|s| s.view())).unwrap();
-        if !times {
-            return set;
-        }
-        let stamps: Vec<ndarray::Array1<f64>> = lengths
-            .iter()
-            .map(|&n| (0..n).map(|t| 0.5 * t as f64).collect())
-            .collect();
-        set.with_timestamps(stamps.iter().map(|t| t.view()))
-            .unwrap()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::test_sets::set;
     use super::*;
+    use crate::gpu::plan::layout::test_sets::set;
 
     /// The image built the plain way: rebased offsets, values, timestamps.
     fn expected_image(set: &SeriesSet<f64>, range: Range<usize>) -> Vec<u8> {

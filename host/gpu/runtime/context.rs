@@ -1,14 +1,14 @@
 //! An open GPU ([`Gpu`]): its context and stream, the kernels loaded so
 //! far, the pool of pinned buffers, and the one way every launcher enters a
 //! computation ([`Gpu::begin`]), loads a kernel ([`Gpu::function`]) and
-//! launches it ([`Gpu::launch`]). The launchers (`pairs`, `stencil`,
-//! `paired`, `gradient`, `long_pair`, `antidiagonal`) take a `&Gpu`.
+//! launches it ([`Gpu::launch`]). Every launcher of `matrix`, `paired`,
+//! `paths` and `launch` takes a `&Gpu`.
 
 use super::device::{driver_error, gpu_error, list_gpus, GpuInfo, MemoryPool};
+use super::pinned::PinnedPool;
 use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::setup::{timed, SetupKind};
-use super::staging::PinnedPool;
-use super::streamed_state::StreamedState;
+use super::streamed_values_state::StreamedState;
 use super::wait::wait_stream;
 use crate::{Error, Float, GpuSet, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};

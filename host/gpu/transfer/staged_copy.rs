@@ -4,7 +4,7 @@
 //! device as soon as it is written, the first copy small so that the bus
 //! starts soon.
 
-use super::layout::Image;
+use super::image_writes::Image;
 use crate::Result;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,7 +49,7 @@ fn copy_schedule(ranges: &[Range<usize>]) -> Vec<Range<usize>> {
 /// A pinned staging buffer's address, shared by the staging threads that
 /// write its pieces.
 #[derive(Clone, Copy)]
-pub(super) struct Staging(pub(super) *mut u8);
+pub(crate) struct Staging(pub(crate) *mut u8);
 
 // SAFETY: each thread writes its own bytes of the buffer (`stage_and_copy`).
 unsafe impl Send for Staging {}
@@ -137,7 +137,7 @@ fn staging_threads() -> &'static rayon::ThreadPool {
 /// # Safety
 /// `buffer` holds every byte of `copies` and of the staged images, and
 /// nothing else reads or writes it meanwhile.
-pub(super) unsafe fn stage_and_copy(
+pub(crate) unsafe fn stage_and_copy(
     buffer: Staging,
     staged: &[(usize, &Image)],
     copies: &[Range<usize>],
@@ -169,7 +169,7 @@ fn staged_bytes(staged: &[(usize, &Image)]) -> usize {
 ///
 /// # Safety
 /// As [`stage_and_copy`].
-pub(super) unsafe fn stage_in_order(
+pub(crate) unsafe fn stage_in_order(
     buffer: Staging,
     staged: &[(usize, &Image)],
     copies: &[Range<usize>],
@@ -287,8 +287,8 @@ pub(super) unsafe fn stage_in_order(
 
 #[cfg(test)]
 mod tests {
-    use super::super::layout::test_sets::set;
     use super::*;
+    use crate::gpu::plan::layout::test_sets::set;
     use crate::SeriesSet;
 
     /// The values then the timestamps of a whole batch, as bytes.

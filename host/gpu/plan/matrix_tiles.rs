@@ -1,10 +1,10 @@
 //! The tiles of a distance matrix: which series are uploaded together,
 //! which are staged tile by tile, and how the budget is shared between the
-//! pipeline's slots (`pipeline.rs` runs the plan), and the blocks of the
+//! pipeline's slots (`matrix::tile_pipeline` runs the plan), and the blocks of the
 //! stencil kernels.
 
+use super::layout::image_bytes;
 use super::{count_ranges, ranges};
-use crate::gpu::layout::image_bytes;
 use crate::{Error, Float, Result, SeriesSet};
 use std::mem::size_of;
 use std::ops::Range;
@@ -327,8 +327,8 @@ impl TilePlan {
 
 #[cfg(test)]
 mod tests {
+    use super::super::layout::test_sets::set;
     use super::*;
-    use crate::gpu::layout::test_sets::set;
     use ndarray::Array2;
 
     /// How many times each output a plan writes.

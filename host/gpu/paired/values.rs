@@ -17,20 +17,22 @@
 //! chunks that fit the memory budget; outputs and borders are allocated
 //! once per call, for the largest chunk.
 
-use super::context::{Gpu, KernelParams};
-use super::device::gpu_error;
-use super::image::{
+use super::streamed_values::streamed_values;
+use super::value_launches::{
+    launch_lengths, value_border, value_bytes, value_call_bytes, ValuePlan,
+};
+use crate::gpu::launch::pipelined_pair::{check_fits, pair_pipelined_on};
+use crate::gpu::plan::layout::image_bytes;
+use crate::gpu::plan::paired_shapes::{operands, Shapes};
+use crate::gpu::plan::select::{paired_variant, pipelined_workspace};
+use crate::gpu::plan::{chunks, MAX_BLOCKS};
+use crate::gpu::runtime::context::{Gpu, KernelParams};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
+use crate::gpu::runtime::wait::wait_stream;
+use crate::gpu::transfer::uploads::{
     upload_bytes, upload_ranges_with, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
 };
-use super::layout::image_bytes;
-use super::long_pair::{check_fits, pair_pipelined_on};
-use super::multi::{on_one_gpu, spread_pair_blocks};
-use super::plan::paired::{operands, Shapes};
-use super::plan::{chunks, MAX_BLOCKS};
-use super::select::{paired_variant, pipelined_workspace};
-use super::streamed::streamed_values;
-use super::value_plan::{launch_lengths, value_border, value_bytes, value_call_bytes, ValuePlan};
-use super::wait::wait_stream;
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
 use std::mem::size_of;

@@ -16,16 +16,17 @@
 //! longest series, not on the chunks, so streamed and resident results
 //! agree bit for bit however the work is cut.
 
-use super::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
-use super::image::DeviceSeriesSet;
-use super::layout::image_bytes;
-use super::multi::{hold, run_plan, Worker};
-use super::output::Output;
-use super::pipeline::{Operand, PairKernel, Pipeline};
-use super::plan::matrix::STAGING_BYTES;
-use super::plan::matrix::{resident_plan, streamed_plan, Caps, Side, Sizes};
-use super::plan::spread::each;
-use super::select::{band_width, local_kernel, shared_threads, warp_kernel};
+use super::tile_pipeline::{Operand, PairKernel, Pipeline};
+use super::workers::{run_plan, Worker};
+use crate::gpu::plan::layout::image_bytes;
+use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
+use crate::gpu::plan::matrix_tiles::{resident_plan, streamed_plan, Caps, Side, Sizes};
+use crate::gpu::plan::select::{band_width, local_kernel, shared_threads, warp_kernel};
+use crate::gpu::plan::spread::each;
+use crate::gpu::runtime::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
+use crate::gpu::runtime::several_gpus::hold;
+use crate::gpu::transfer::matrix_output::Output;
+use crate::gpu::transfer::uploads::DeviceSeriesSet;
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use ndarray::Array2;
 use std::mem::size_of;
@@ -114,7 +115,7 @@ fn shared_kernel<T: Float>(gpu: &Gpu, id: KernelId, row_len: usize) -> Result<Pa
 /// streamed (see the module's documentation) on every GPU of `gpus`: the
 /// plan is made for the smallest of their budgets, and its blocks (a range
 /// of the uploaded side and its tiles) handed out from one queue.
-pub(crate) fn streamed<T: Float, P: KernelParams<T>>(
+pub(crate) fn matrix_streamed<T: Float, P: KernelParams<T>>(
     gpus: &[&'static Gpu],
     variant: Variant,
     params: P,

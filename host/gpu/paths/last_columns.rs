@@ -6,10 +6,12 @@
 //! measures are symmetric in their two series) and writes that matrix's
 //! last row, which is the sub-pair's last column.
 
-use super::context::{Gpu, KernelParams};
-use super::device::gpu_error;
-use super::long_pair::{check_fits, enqueue_pipelined, pipelined_bytes, PipelinedRun};
-use super::wait::wait_stream;
+use crate::gpu::launch::pipelined_pair::{
+    check_fits, enqueue_pipelined, pipelined_bytes, PipelinedRun,
+};
+use crate::gpu::runtime::context::{Gpu, KernelParams};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::wait::wait_stream;
 use crate::{Float, Result};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::mem::size_of;
