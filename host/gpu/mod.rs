@@ -31,9 +31,8 @@ mod plan;
 mod runtime;
 mod transfer;
 
-pub use paired::{streamed_fallbacks, this_thread_streamed_calls};
-pub use plan::select::local_max_len;
-pub use runtime::context::{this_thread_busy_time, Gpu, GpuWork};
+pub use paired::streamed_fallbacks;
+pub use runtime::context::{Gpu, GpuWork};
 pub use runtime::device::{list_gpus, GpuInfo};
 pub use runtime::ptx::{
     kernels_build_error, min_compute_capability, ptx, ptx_entries, ptx_hash, ptx_rustc_version,
@@ -43,14 +42,17 @@ pub use runtime::setup::{setup_steps, SetupKind, SetupStep};
 pub use runtime::wait::device_wait_bound;
 pub use transfer::uploads::DeviceSeriesSet;
 
-#[doc(hidden)]
-pub use launch::pipelined_pair::inject_stalled_panel;
-#[doc(hidden)]
-pub use paired::{inject_streamed_fault, StreamedFault};
-#[doc(hidden)]
-pub use runtime::several_gpus::inject_gpu_fault;
-#[doc(hidden)]
-pub use transfer::image_writes::stream_copy; // for benches/host_copies.rs
+/// The test hooks and counters of the runtime, for `crate::internals`.
+pub(crate) mod internals {
+    pub use crate::gpu::launch::pipelined_pair::inject_stalled_panel;
+    pub use crate::gpu::paired::{
+        inject_streamed_fault, this_thread_streamed_calls, StreamedFault,
+    };
+    pub use crate::gpu::plan::select::local_max_len;
+    pub use crate::gpu::runtime::context::this_thread_busy_time;
+    pub use crate::gpu::runtime::several_gpus::inject_gpu_fault;
+    pub use crate::gpu::transfer::image_writes::stream_copy;
+}
 
 pub(crate) use matrix::{matrix, matrix_resident, upload_range, ResidentParts};
 pub(crate) use paired::{

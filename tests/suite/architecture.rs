@@ -495,3 +495,120 @@ fn no_source_file_is_over_600_lines_but_the_entry_table() {
         .collect();
     assert!(long.is_empty(), "over {MAX_LINES} lines: {long:?}");
 }
+
+/// The crate root's public names, the user's API: each is imported here,
+/// so that the list compiles only while every name exists, and
+/// [`the_crate_root_exports_only_the_listed_names`] checks that `lib.rs`
+/// exports no other, so that a new public name takes an edit here. What
+/// only the tests and benches use belongs in `timewarp::internals`.
+macro_rules! public_names {
+    ($($name:ident),* $(,)?) => {
+        #[allow(unused_imports)]
+        use timewarp::{$($name),*};
+        const PUBLIC_NAMES: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+public_names!(
+    // Modules.
+    data,
+    formats,
+    gpu,
+    internals,
+    ndarray,
+    oracle,
+    // Distances, neighbours, alignments.
+    distance,
+    distance_matrix,
+    distance_matrix_resident,
+    matrix_variant,
+    resident_matrix_variant,
+    nearest_neighbours,
+    Neighbours,
+    dtw_path,
+    twed_path,
+    soft_dtw_alignment,
+    Alignment,
+    Edit,
+    EditPath,
+    EditStep,
+    // Soft-DTW of paired batches.
+    soft_dtw_gradient,
+    soft_dtw_gradient_bytes_per_pair,
+    soft_dtw_pairs,
+    soft_dtw_pairs_gradient,
+    soft_dtw_pairs_gradient_resident,
+    soft_dtw_pairs_gradient_variant,
+    soft_dtw_pairs_resident,
+    soft_dtw_pairs_variant,
+    soft_dtw_pairs_on_device,
+    soft_dtw_device_output_len,
+    DeviceBatchRef,
+    SoftDtwOutputs,
+    BatchGradient,
+    SoftDtwGradient,
+    // Inputs, options, measures, results.
+    SeriesSet,
+    upload,
+    ResidentSet,
+    ComputeOptions,
+    Device,
+    GpuSet,
+    Placement,
+    Variant,
+    Backend,
+    Dtw,
+    Metric,
+    SoftDtw,
+    Twed,
+    Float,
+    Precision,
+    Error,
+    Result,
+    interrupt,
+);
+
+/// The public names `lib.rs` declares: its `pub mod`s, the last name of
+/// each path its `pub use`s export, and its public items (but those only
+/// doc tests see).
+fn crate_root_names() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(repository().join("host/lib.rs")).unwrap();
+    let code = code(&text);
+    let mut names: BTreeSet<String> = uses(&code)
+        .into_iter()
+        .filter(|(public, _)| *public)
+        .flat_map(|(_, paths)| paths)
+        .map(|path| path.rsplit("::").next().unwrap().trim().to_string())
+        .collect();
+    let mut cfg_doctest = false;
+    for line in code.lines().map(str::trim) {
+        if line.starts_with("#[cfg(doctest)]") {
+            cfg_doctest = true;
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.first() == Some(&"pub") && words.len() > 2 && words[1] != "use" {
+            if !cfg_doctest {
+                let name = words[2].trim_end_matches([';', '{', '(', '<', ':']);
+                names.insert(name.to_string());
+            }
+            cfg_doctest = false;
+        }
+    }
+    names
+}
+
+#[test]
+fn the_crate_root_exports_only_the_listed_names() {
+    let listed: BTreeSet<String> = PUBLIC_NAMES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(listed.len(), PUBLIC_NAMES.len(), "a name listed twice");
+    let exported = crate_root_names();
+    let unlisted: Vec<_> = exported.difference(&listed).collect();
+    let missing: Vec<_> = listed.difference(&exported).collect();
+    assert!(
+        unlisted.is_empty() && missing.is_empty(),
+        "the crate root's public names differ from PUBLIC_NAMES: exported but not \
+         listed {unlisted:?}, listed but not exported {missing:?} (test and bench \
+         internals go to `timewarp::internals`)"
+    );
+}

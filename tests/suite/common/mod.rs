@@ -38,7 +38,8 @@ impl Drop for Timed {
             let seconds = self.start.elapsed().as_secs_f64();
             // The test's own share of the GPU (its computations run on its
             // thread) and the GPU's busy time so far, all tests together.
-            let own = gpu::this_thread_busy_time().as_secs_f64() - self.own_busy_at_start;
+            let own =
+                timewarp::internals::this_thread_busy_time().as_secs_f64() - self.own_busy_at_start;
             let busy = gpu::Gpu::get().map_or(0.0, |gpu| gpu.busy_time().as_secs_f64());
             let _ = writeln!(
                 std::io::stderr(),
@@ -59,7 +60,7 @@ pub fn on_gpu(test: &str) -> Option<Timed> {
             Some(Timed {
                 test: test.to_string(),
                 start: Instant::now(),
-                own_busy_at_start: gpu::this_thread_busy_time().as_secs_f64(),
+                own_busy_at_start: timewarp::internals::this_thread_busy_time().as_secs_f64(),
             })
         }
         Err(reason) => {

@@ -9,9 +9,10 @@
 use super::twed::random_times;
 use super::{pair_series, rng};
 use crate::common::hardware::{run_warps, Shared};
-use timewarp::{
-    CpuLastColumn, DtwPair, LastColumn, Pass, PassSeries, PathPair, SubPair, Twed, TwedPair,
+use timewarp::internals::{
+    CpuLastColumn, DtwPair, LastColumn, Pass, PassSeries, PathPair, SubPair, TwedPair,
 };
+use timewarp::Twed;
 use timewarp_kernels::drivers::columns::long_pair::{pipelined_pair, PanelHandoff, NO_STALL};
 use timewarp_kernels::hw::{Scope, Tagged};
 use timewarp_kernels::{Recurrence, Series};

@@ -11,7 +11,7 @@
 //! `e`, as the host's scalars) are not std's (a call per value, one value
 //! at a time) but branch-free range reductions and polynomials
 //! ([`exp_lanes`], [`ln_lanes`]) within an ulp of std's
-//! (tests/cpu_lockstep.rs measures them). Every other operation is the
+//! (tests/suite/lockstep.rs measures them). Every other operation is the
 //! scalar one on each lane.
 //!
 //! The polynomials use fused multiply-adds (`mul_add`): one instruction
@@ -95,7 +95,7 @@ pub fn exp_lanes<T: LaneReal, const K: usize>(x: Lanes<T, K>) -> Lanes<T, K> {
 /// by the polynomial of fdlibm's `log` and `logf` (the same reduction and
 /// coefficients, written without branches, with fused multiply-adds). Subnormal arguments are scaled
 /// first; 0 gives `-inf`, infinity itself, negative numbers and NaN NaN.
-/// Within 1 ulp of std's `ln` over every binade (tests/cpu_lockstep.rs).
+/// Within 1 ulp of std's `ln` over every binade (tests/suite/lockstep.rs).
 #[inline(always)]
 pub fn ln_lanes<T: LaneReal, const K: usize>(x: Lanes<T, K>) -> Lanes<T, K> {
     let mut x = x.0;

@@ -4,7 +4,7 @@
 //! ([`lockstep_values`]: the stencil driver once over [`Lanes`] of `K`
 //! pairs, for measures whose cell update is generic over [`Real`]).
 
-use crate::lanes::{LaneReal, Lanes};
+use super::lanes::{LaneReal, Lanes};
 use timewarp_kernels::drivers::stencil::{ring_len, stencil_value, VALUE_RINGS};
 use timewarp_kernels::hw::ThreadBlock;
 use timewarp_kernels::{Neighbours, Real, Recurrence, Series, SoftDtwParams, TwedParams};
