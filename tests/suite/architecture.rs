@@ -231,7 +231,8 @@ impl Crate {
                 .flat_map(|(_, paths)| paths)
                 .filter(|p| p.starts_with("crate::") || p.starts_with("super::"))
                 .collect();
-            // Paths in the code itself.
+            // Paths in the code itself (re-exports are not dependencies).
+            let code = without_re_exports(code);
             for start in ["crate::", "super::"] {
                 let mut rest = code.as_str();
                 while let Some(at) = rest.find(start) {
@@ -255,6 +256,31 @@ impl Crate {
         }
         graph
     }
+}
+
+/// `code` without its re-exports (`pub use` and `pub(...) use`
+/// statements), so that the paths they name do not count as dependencies.
+fn without_re_exports(code: &str) -> String {
+    let mut result = String::new();
+    let (mut from, mut search) = (0, 0);
+    while let Some(found) = code[search..].find("pub") {
+        let at = search + found;
+        search = at + 3;
+        let line_start = code[..at].rfind('\n').map_or(0, |k| k + 1);
+        let after = &code[at..];
+        let head = match after.starts_with("pub(") {
+            true => after.find(')').map(|k| k + 1),
+            false => Some(3),
+        };
+        let is_use = head.is_some_and(|k| after[k..].trim_start().starts_with("use "));
+        if code[line_start..at].trim().is_empty() && is_use {
+            let end = after.find(';').map_or(code.len(), |k| at + k + 1);
+            result.push_str(&code[from..at]);
+            (from, search) = (end, end);
+        }
+    }
+    result.push_str(&code[from..]);
+    result
 }
 
 /// A cycle of the graph, if it has one.
@@ -455,6 +481,12 @@ fn the_checker_finds_cycles_and_resolves_re_exports() {
     let krate = Crate { modules, exports };
     let cycle = find_cycle(&krate.dependencies()).expect("a -> b -> a");
     assert_eq!(show(&cycle), "a -> b -> a");
+    assert_eq!(
+        without_re_exports(
+            "pub use crate::a::X;\n    pub(crate) use crate::b::{Y, Z};\nuse crate::c;"
+        ),
+        "\n    \nuse crate::c;"
+    );
     assert_eq!(
         expand("x::{y, z::{self, w as v}}"),
         ["x::y", "x::z", "x::z::w"]
