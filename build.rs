@@ -29,7 +29,7 @@ use std::process::Command;
 /// Where each kernel's module lies in the PTX (shared with the crate,
 /// whose loader uses what this script does not).
 #[allow(dead_code)]
-#[path = "host/gpu/ptx_index.rs"]
+#[path = "host/gpu/runtime/ptx_index.rs"]
 mod ptx_index;
 
 /// The PTX target unless `TIMEWARP_PTX_TARGET` names another.
@@ -117,7 +117,7 @@ fn main() {
 }
 
 /// The constants of the PTX's module index: the byte ranges every module
-/// shares, and each entry's name and range (`host/gpu/ptx_index.rs`).
+/// shares, and each entry's name and range (`host/gpu/runtime/ptx_index.rs`).
 fn module_index(ptx: &Path) -> String {
     let text = fs::read_to_string(ptx).unwrap_or_else(|e| panic!("reading {}: {e}", ptx.display()));
     let index = ptx_index::PtxIndex::of(&text);

@@ -23,7 +23,7 @@
 use cudarc::driver::{result as driver, sys, CudaContext, DevicePtr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
-use timewarp::gpu::stream_copy;
+use timewarp::internals::stream_copy;
 
 const REPEATS: usize = 300;
 const WORK_BYTES: usize = 64 << 10;

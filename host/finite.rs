@@ -1,6 +1,6 @@
 //! The one check every result passes before it is returned: by the API,
 //! or, for distance matrices on the GPU, tile by tile as the results come
-//! back (`gpu::pipeline`).
+//! back (`gpu::matrix::tile_pipeline`).
 
 use crate::float::all_finite;
 use crate::{Error, Float, Result};

@@ -1,6 +1,6 @@
 //! The element types the library computes in.
 
-use crate::lanes::LaneReal;
+use crate::cpu::lanes::LaneReal;
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use std::fmt::{Debug, Display, LowerExp};
 pub use timewarp_kernels::Precision;

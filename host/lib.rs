@@ -29,13 +29,16 @@
 //! ```
 
 // The layers, each depending only on those before it:
-//   error, float, lanes, options, metric, storage, series, results   leaf types
-//   lockstep                            the CPU drivers' host-only pieces
-//   cpu                                 the CPU backend (kernel crate's drivers)
+//   error, float, options, metric, storage, series, results   leaf types
+//   cpu                                 the CPU backend (kernel crate's drivers;
+//                                       cpu::lanes under float's bound)
 //   gpu                                 the GPU runtime (kernel crate's catalogue)
 //   backend, resident                   where a computation runs; resident sets
 //   api                                 the public entry points
 //   oracle, formats, data               independent of all the above but the leaf types
+//   internals                           what tests and benches reach inside
+// The crate root's public names are the user's API, listed by
+// tests/suite/architecture.rs: a new one is a deliberate edit there.
 mod api;
 mod backend;
 mod cpu;
@@ -45,9 +48,9 @@ mod finite;
 mod float;
 pub mod formats;
 pub mod gpu;
+#[doc(hidden)]
+pub mod internals;
 mod interrupt;
-mod lanes;
-pub mod lockstep;
 mod metric;
 mod options;
 pub mod oracle;
@@ -57,20 +60,17 @@ mod series;
 mod storage;
 
 pub use api::{
-    distance, distance_matrix, distance_matrix_resident, dtw_path, hirschberg, matrix_variant,
+    distance, distance_matrix, distance_matrix_resident, dtw_path, matrix_variant,
     nearest_neighbours, resident_matrix_variant, soft_dtw_alignment, soft_dtw_device_output_len,
     soft_dtw_gradient, soft_dtw_gradient_bytes_per_pair, soft_dtw_pairs, soft_dtw_pairs_gradient,
     soft_dtw_pairs_gradient_resident, soft_dtw_pairs_gradient_variant, soft_dtw_pairs_on_device,
-    soft_dtw_pairs_resident, soft_dtw_pairs_variant, twed_path, Alignment, CpuLastColumn,
-    DeviceBatchRef, DtwPair, Edit, EditPath, EditStep, GpuLastColumn, LastColumn, Neighbours, Pass,
-    PassSeries, PathPair, SoftDtwOutputs, SubPair, TwedPair, GPU_LAST_COLUMN_MIN_CELLS,
-    HIRSCHBERG_LEAF_CELLS, KNN_BLOCK_VALUES, PATH_WORKSPACE_BYTES,
+    soft_dtw_pairs_resident, soft_dtw_pairs_variant, twed_path, Alignment, DeviceBatchRef, Edit,
+    EditPath, EditStep, Neighbours, SoftDtwOutputs,
 };
 pub use backend::Backend;
 pub use error::{Error, Result};
 pub use float::{Float, Precision};
 pub use interrupt::interrupt;
-pub use lanes::{exp_lanes, ln_lanes, LaneReal, Lanes};
 pub use metric::{Dtw, Metric, SoftDtw, Twed};
 /// The `ndarray` of this crate's API, for callers that do not depend on it
 /// themselves.

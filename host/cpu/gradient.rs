@@ -4,10 +4,10 @@
 //! `units` does for the values: lanes of pairs, vectorised `exp` and `ln`),
 //! else a pair at a time.
 
+use super::lanes::Lanes;
+use super::lockstep::{interleave, Lockstep, SingleThread};
 use super::units::{lockstep_available, units, LOCKSTEP_BYTES, LOCKSTEP_MIN};
 use crate::interrupt;
-use crate::lanes::Lanes;
-use crate::lockstep::{interleave, Lockstep, SingleThread};
 use crate::results::Gradients;
 use crate::{Float, SeriesSet};
 use rayon::prelude::*;

@@ -2,7 +2,7 @@
 //! linear memory per pair, pairs spread over threads with rayon.
 //!
 //! Soft-DTW and DTW compute pairs of one shape several at a time in
-//! lockstep ([`units`], `crate::lockstep`: the stencil driver on one thread and the
+//! lockstep ([`units`], [`lockstep`]: the stencil driver on one thread and the
 //! measure's one cell update, over lanes of 8 `f64` or 16 `f32` pairs,
 //! Soft-DTW with vectorised `exp` and `ln`), compiled for AVX2 and FMA
 //! where the processor has them. A pair whose shape too few others share,
@@ -17,6 +17,8 @@
 //! same values.
 
 mod gradient;
+pub(crate) mod lanes;
+pub mod lockstep;
 mod one_pair;
 mod pairs;
 mod units;

@@ -1,6 +1,6 @@
 //! One pair on one thread, in the order its measure prefers.
 
-use crate::lockstep::SingleThread;
+use super::lockstep::SingleThread;
 use crate::Float;
 use timewarp_kernels::drivers::rows::{pair_value, RowPair};
 use timewarp_kernels::drivers::stencil::{ring_len, stencil_value, VALUE_RINGS};

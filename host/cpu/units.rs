@@ -2,11 +2,11 @@
 //! the batch cut into units of one shape that run together, spread over
 //! rayon's threads.
 
+use super::lanes::Lanes;
+use super::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep};
 use super::one_pair::{buffer_len, narrow_window, one_pair};
 use super::wavefront::{wavefront_value, Build, TILE};
 use crate::interrupt;
-use crate::lanes::Lanes;
-use crate::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep};
 use crate::Float;
 use rayon::prelude::*;
 use timewarp_kernels::{DtwParams, Recurrence, Series, SetRef, SoftDtwParams, TwedParams};

@@ -34,7 +34,7 @@ const STRIP: usize = 8;
 
 /// How a tile's code is compiled: for the processor the crate targets, or
 /// for AVX2 and FMA (the lanes' polynomials need FMA in hardware: see
-/// `crate::lanes`; only where [`super::units::lockstep_available`]).
+/// `lanes`; only where [`super::units::lockstep_available`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Build {
     Plain,
@@ -399,8 +399,8 @@ impl<T: Real, const S: usize> Strip<T, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::Lanes;
-    use crate::lockstep::Lockstep;
+    use crate::cpu::lanes::Lanes;
+    use crate::cpu::lockstep::Lockstep;
     use crate::oracle;
     use ndarray::Array2;
     use timewarp_kernels::drivers::rows::{pair_value, RowPair};

@@ -2,97 +2,68 @@
 //! of the embedded PTX on first use, and runs the kernels over batches of
 //! any size.
 //!
-//! The modules, each depending only on those listed before it:
+//! The folders, each depending only on those listed before it (checked by
+//! the architecture test, `tests/suite/architecture.rs`); each folder's
+//! `mod.rs` maps its files:
 //!
 //! ```text
-//! ptx, device      the embedded PTX, its build and its modules' index; the
-//!                  GPUs the driver reports, a device's memory pool
-//! select, plan     kernel selection and plans that fit a budget (no CUDA)
-//! setup            the one-time work of a process, timed (no CUDA)
-//! layout           the device image of a range of series (no CUDA)
-//! staging          pinned host buffers and streams
-//! context          Gpu: open, begin a computation, load and launch a kernel
-//! image            series in device memory (resident sets, uploads)
-//! pipeline         the streamed tile pipeline of the pair kernels
-//! multi            a call's blocks spread over several GPUs (plan::spread)
-//! pairs · stencil · long_pair · antidiagonal · paired · gradient
-//!                  the launchers, one file for what each runs (gradient:
-//!                  also Soft-DTW's expected alignment of a pair)
-//! streamed         paired values computed while the host writes the pairs
-//! wait             the host's bounded waits for the device
-//! page_locked      batches in page-locked host memory
-//! foreign          paired Soft-DTW over the caller's device memory
-//! path             last columns of a long pair's sub-pairs (alignment paths)
-//! matrix           a distance matrix with any variant
+//! plan       policy, no CUDA: budgets cut into ranges, chunks and tiles,
+//!            the kernel a launch takes, blocks spread over several GPUs
+//! runtime    the GPU itself: PTX, devices, an open GPU and what it keeps
+//!            (pinned memory, streams), bounded waits, GPUs held for a call
+//! transfer   data between host and device: images, staged copies,
+//!            uploads and resident sets, page-locked batches, the matrix
+//!            that results come back into
+//! launch     the launches several operations share: the stencil launch,
+//!            the pipelined launch of one long pair
+//! matrix     distance matrices with every variant (api::distance_matrix)
+//! paired     paired Soft-DTW values and gradients (api::soft_dtw_pairs*)
+//! paths      last columns and expected alignments (api::paths)
 //! ```
+//!
+//! `matrix`, `paired` and `paths` depend on none of each other.
 
-mod alignment;
-mod antidiagonal;
-mod context;
-mod device;
-mod foreign;
-mod gradient;
-mod image;
-mod layout;
-mod long_pair;
+mod launch;
 mod matrix;
-mod multi;
-mod output;
-mod page_locked;
 mod paired;
-mod pairs;
-mod path;
-mod pipeline;
+mod paths;
 mod plan;
-mod ptx;
-// The indexer runs in build.rs; here only the tests run it.
-#[cfg_attr(not(test), allow(dead_code))]
-mod ptx_index;
-mod select;
-mod setup;
-mod staged_copy;
-mod staging;
-mod stencil;
-mod streamed;
-mod streamed_state;
-mod value_plan;
-mod wait;
+mod runtime;
+mod transfer;
 
-#[doc(hidden)]
-pub use context::kernels_used; // for the sanitizer runs' coverage report
-pub use context::{this_thread_busy_time, Gpu, GpuWork};
-pub use device::{list_gpus, GpuInfo};
-pub use image::DeviceSeriesSet;
-#[doc(hidden)]
-pub use layout::stream_copy; // for benches/host_copies.rs
-#[doc(hidden)]
-pub use long_pair::inject_stalled_panel;
-#[doc(hidden)]
-pub use multi::inject_gpu_fault;
-pub use ptx::{
+pub use paired::streamed_fallbacks;
+pub use runtime::context::{Gpu, GpuWork};
+pub use runtime::device::{list_gpus, GpuInfo};
+pub use runtime::ptx::{
     kernels_build_error, min_compute_capability, ptx, ptx_entries, ptx_hash, ptx_rustc_version,
     ptx_target, ptx_toolchain,
 };
-#[doc(hidden)]
-pub use select::force_kernel_shape; // for the tests that launch every kernel
-pub use select::local_max_len;
-pub use setup::{setup_steps, SetupKind, SetupStep};
-#[doc(hidden)]
-pub use streamed::{inject_streamed_fault, StreamedFault};
-pub use streamed::{streamed_fallbacks, this_thread_streamed_calls};
-pub use wait::device_wait_bound;
+pub use runtime::setup::{setup_steps, SetupKind, SetupStep};
+pub use runtime::wait::device_wait_bound;
+pub use transfer::uploads::DeviceSeriesSet;
 
-pub(crate) use alignment::pair_alignment;
-pub(crate) use context::KernelParams;
-pub(crate) use foreign::{output_len, paired_on_device, ForeignShape, Wanted};
-pub(crate) use gradient::{
-    paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
+/// The test hooks and counters of the runtime, for `crate::internals`.
+pub(crate) mod internals {
+    pub use crate::gpu::launch::pipelined_pair::inject_stalled_panel;
+    pub use crate::gpu::paired::{
+        inject_streamed_fault, this_thread_streamed_calls, StreamedFault,
+    };
+    pub use crate::gpu::plan::select::{force_kernel_shape, local_max_len};
+    pub use crate::gpu::runtime::context::kernels_used;
+    pub use crate::gpu::runtime::context::this_thread_busy_time;
+    pub use crate::gpu::runtime::several_gpus::inject_gpu_fault;
+    pub use crate::gpu::transfer::image_writes::stream_copy;
+}
+
+pub(crate) use matrix::{matrix, matrix_resident, upload_range, ResidentParts};
+pub(crate) use paired::{
+    output_len, paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
+    paired_on_device, paired_value_variant, paired_values_resident, paired_values_spread,
+    ForeignShape, Wanted,
 };
-pub(crate) use layout::image_bytes as set_bytes;
-pub(crate) use matrix::matrix;
-pub(crate) use multi::budgets;
-pub(crate) use paired::{paired_value_variant, paired_values_resident, paired_values_spread};
-pub(crate) use pairs::{matrix_resident, upload_range, ResidentParts};
-pub(crate) use path::DevicePathPair;
+pub(crate) use paths::{pair_alignment, DevicePathPair};
+pub(crate) use plan::layout::image_bytes as set_bytes;
+pub(crate) use plan::select::{band_width, matrix_variant, resident_variant};
 pub(crate) use plan::spread::{named, shards as plan_shards};
-pub(crate) use select::{band_width, matrix_variant, resident_variant};
+pub(crate) use runtime::context::KernelParams;
+pub(crate) use runtime::several_gpus::budgets;

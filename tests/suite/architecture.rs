@@ -1,7 +1,8 @@
 //! The layout the design keeps (docs/design.md), checked on the sources:
 //! no module of the host crate or of the kernels crate depends on one that
-//! depends back on it (no import cycles, however long), and no source file
-//! is over 600 lines but the kernel entry table.
+//! depends back on it (no import cycles, however long), the folders of the
+//! GPU runtime (`host/gpu/`) depend on each other only as [`GPU_FOLDERS`]
+//! allows, and no source file is over 600 lines but the kernel entry table.
 //!
 //! A module's dependencies are the modules its code names through
 //! `crate::` and `super::` paths (in `use` statements and in the code),
@@ -17,6 +18,36 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 600;
 
 type Module = Vec<String>;
+
+/// The folders of `host/gpu/`, each with the folders it may depend on:
+/// policy without CUDA at the bottom, then the GPU itself, then the data
+/// moved to and from it, then the launches the operations share, then the
+/// operations, none of which depends on another. A module of a folder may
+/// depend on any other module of its own folder (the cycle check still
+/// applies). `host/gpu/mod.rs` itself only declares and re-exports.
+const GPU_FOLDERS: &[(&str, &[&str])] = &[
+    ("plan", &[]),
+    ("runtime", &["plan"]),
+    ("transfer", &["runtime", "plan"]),
+    ("launch", &["transfer", "runtime", "plan"]),
+    ("matrix", &["launch", "transfer", "runtime", "plan"]),
+    ("paired", &["launch", "transfer", "runtime", "plan"]),
+    ("paths", &["launch", "transfer", "runtime", "plan"]),
+];
+
+/// The modules outside `host/gpu/` that the GPU runtime may depend on: the
+/// leaf types, below every backend and entry point.
+const GPU_LEAVES: &[&str] = &[
+    "error",
+    "finite",
+    "float",
+    "interrupt",
+    "metric",
+    "options",
+    "results",
+    "series",
+    "storage",
+];
 
 /// One crate's sources: module path -> code (comments and unit tests removed).
 struct Crate {
@@ -200,7 +231,8 @@ impl Crate {
                 .flat_map(|(_, paths)| paths)
                 .filter(|p| p.starts_with("crate::") || p.starts_with("super::"))
                 .collect();
-            // Paths in the code itself.
+            // Paths in the code itself (re-exports are not dependencies).
+            let code = without_re_exports(code);
             for start in ["crate::", "super::"] {
                 let mut rest = code.as_str();
                 while let Some(at) = rest.find(start) {
@@ -224,6 +256,31 @@ impl Crate {
         }
         graph
     }
+}
+
+/// `code` without its re-exports (`pub use` and `pub(...) use`
+/// statements), so that the paths they name do not count as dependencies.
+fn without_re_exports(code: &str) -> String {
+    let mut result = String::new();
+    let (mut from, mut search) = (0, 0);
+    while let Some(found) = code[search..].find("pub") {
+        let at = search + found;
+        search = at + 3;
+        let line_start = code[..at].rfind('\n').map_or(0, |k| k + 1);
+        let after = &code[at..];
+        let head = match after.starts_with("pub(") {
+            true => after.find(')').map(|k| k + 1),
+            false => Some(3),
+        };
+        let is_use = head.is_some_and(|k| after[k..].trim_start().starts_with("use "));
+        if code[line_start..at].trim().is_empty() && is_use {
+            let end = after.find(';').map_or(code.len(), |k| at + k + 1);
+            result.push_str(&code[from..at]);
+            (from, search) = (end, end);
+        }
+    }
+    result.push_str(&code[from..]);
+    result
 }
 
 /// A cycle of the graph, if it has one.
@@ -321,6 +378,90 @@ fn no_module_depends_on_itself_through_others() {
     }
 }
 
+/// Every dependency of a module of `host/gpu/` that [`GPU_FOLDERS`] and
+/// [`GPU_LEAVES`] do not allow, and every module of `host/gpu/` in no
+/// folder of the table, each as a line.
+fn gpu_folder_violations(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<String> {
+    let name = |m: &Module| show(std::slice::from_ref(m));
+    let mut violations = Vec::new();
+    for (module, targets) in graph {
+        if module.first().map(String::as_str) != Some("gpu") {
+            continue;
+        }
+        let Some(folder) = module.get(1) else {
+            // `gpu` itself: re-exports only.
+            for target in targets {
+                violations.push(format!("gpu depends on {}", name(target)));
+            }
+            continue;
+        };
+        let Some((_, allowed)) = GPU_FOLDERS.iter().find(|(f, _)| *f == folder.as_str()) else {
+            violations.push(format!("{} is in no folder of GPU_FOLDERS", name(module)));
+            continue;
+        };
+        for target in targets {
+            let fine = match target.first().map(String::as_str) {
+                Some("gpu") => target
+                    .get(1)
+                    .is_some_and(|f| f == folder || allowed.contains(&f.as_str())),
+                Some(outside) => GPU_LEAVES.contains(&outside),
+                // The crate root: only declarations and re-exports.
+                None => true,
+            };
+            if !fine {
+                violations.push(format!("{} depends on {}", name(module), name(target)));
+            }
+        }
+    }
+    violations
+}
+
+#[test]
+fn gpu_folders_depend_only_as_the_table_allows() {
+    let (_, host) = crates().swap_remove(0);
+    let graph = host.dependencies();
+    for (folder, _) in GPU_FOLDERS {
+        assert!(
+            graph
+                .keys()
+                .any(|m| m.len() > 2 && m[0] == "gpu" && m[1] == *folder),
+            "no module in host/gpu/{folder}/"
+        );
+    }
+    let violations = gpu_folder_violations(&graph);
+    assert!(
+        violations.is_empty(),
+        "dependencies against GPU_FOLDERS:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_folder_check_finds_dependencies_against_the_table() {
+    let module = |path: &str| -> Module { path.split("::").map(String::from).collect() };
+    let graph: BTreeMap<Module, BTreeSet<Module>> = [
+        ("gpu::plan::select", vec!["error", "gpu::plan::layout"]),
+        ("gpu::runtime::context", vec!["gpu::plan::spread"]),
+        // Upwards, sideways between operations, and out to an entry point.
+        ("gpu::runtime::pinned", vec!["gpu::transfer::uploads"]),
+        ("gpu::paired::values", vec!["gpu::matrix::workers"]),
+        ("gpu::paths::last_columns", vec!["api::paths"]),
+        ("gpu::elsewhere", vec![]),
+    ]
+    .into_iter()
+    .map(|(m, targets)| (module(m), targets.into_iter().map(module).collect()))
+    .collect();
+    assert_eq!(
+        gpu_folder_violations(&graph),
+        [
+            "gpu::elsewhere is in no folder of GPU_FOLDERS",
+            "gpu::paired::values depends on gpu::matrix::workers",
+            "gpu::paths::last_columns depends on api::paths",
+            "gpu::runtime::pinned depends on gpu::transfer::uploads",
+        ]
+    );
+}
+
 #[test]
 fn the_checker_finds_cycles_and_resolves_re_exports() {
     let files = [
@@ -340,6 +481,12 @@ fn the_checker_finds_cycles_and_resolves_re_exports() {
     let krate = Crate { modules, exports };
     let cycle = find_cycle(&krate.dependencies()).expect("a -> b -> a");
     assert_eq!(show(&cycle), "a -> b -> a");
+    assert_eq!(
+        without_re_exports(
+            "pub use crate::a::X;\n    pub(crate) use crate::b::{Y, Z};\nuse crate::c;"
+        ),
+        "\n    \nuse crate::c;"
+    );
     assert_eq!(
         expand("x::{y, z::{self, w as v}}"),
         ["x::y", "x::z", "x::z::w"]
@@ -379,4 +526,121 @@ fn no_source_file_is_over_600_lines_but_the_entry_table() {
         })
         .collect();
     assert!(long.is_empty(), "over {MAX_LINES} lines: {long:?}");
+}
+
+/// The crate root's public names, the user's API: each is imported here,
+/// so that the list compiles only while every name exists, and
+/// [`the_crate_root_exports_only_the_listed_names`] checks that `lib.rs`
+/// exports no other, so that a new public name takes an edit here. What
+/// only the tests and benches use belongs in `timewarp::internals`.
+macro_rules! public_names {
+    ($($name:ident),* $(,)?) => {
+        #[allow(unused_imports)]
+        use timewarp::{$($name),*};
+        const PUBLIC_NAMES: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+public_names!(
+    // Modules.
+    data,
+    formats,
+    gpu,
+    internals,
+    ndarray,
+    oracle,
+    // Distances, neighbours, alignments.
+    distance,
+    distance_matrix,
+    distance_matrix_resident,
+    matrix_variant,
+    resident_matrix_variant,
+    nearest_neighbours,
+    Neighbours,
+    dtw_path,
+    twed_path,
+    soft_dtw_alignment,
+    Alignment,
+    Edit,
+    EditPath,
+    EditStep,
+    // Soft-DTW of paired batches.
+    soft_dtw_gradient,
+    soft_dtw_gradient_bytes_per_pair,
+    soft_dtw_pairs,
+    soft_dtw_pairs_gradient,
+    soft_dtw_pairs_gradient_resident,
+    soft_dtw_pairs_gradient_variant,
+    soft_dtw_pairs_resident,
+    soft_dtw_pairs_variant,
+    soft_dtw_pairs_on_device,
+    soft_dtw_device_output_len,
+    DeviceBatchRef,
+    SoftDtwOutputs,
+    BatchGradient,
+    SoftDtwGradient,
+    // Inputs, options, measures, results.
+    SeriesSet,
+    upload,
+    ResidentSet,
+    ComputeOptions,
+    Device,
+    GpuSet,
+    Placement,
+    Variant,
+    Backend,
+    Dtw,
+    Metric,
+    SoftDtw,
+    Twed,
+    Float,
+    Precision,
+    Error,
+    Result,
+    interrupt,
+);
+
+/// The public names `lib.rs` declares: its `pub mod`s, the last name of
+/// each path its `pub use`s export, and its public items (but those only
+/// doc tests see).
+fn crate_root_names() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(repository().join("host/lib.rs")).unwrap();
+    let code = code(&text);
+    let mut names: BTreeSet<String> = uses(&code)
+        .into_iter()
+        .filter(|(public, _)| *public)
+        .flat_map(|(_, paths)| paths)
+        .map(|path| path.rsplit("::").next().unwrap().trim().to_string())
+        .collect();
+    let mut cfg_doctest = false;
+    for line in code.lines().map(str::trim) {
+        if line.starts_with("#[cfg(doctest)]") {
+            cfg_doctest = true;
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.first() == Some(&"pub") && words.len() > 2 && words[1] != "use" {
+            if !cfg_doctest {
+                let name = words[2].trim_end_matches([';', '{', '(', '<', ':']);
+                names.insert(name.to_string());
+            }
+            cfg_doctest = false;
+        }
+    }
+    names
+}
+
+#[test]
+fn the_crate_root_exports_only_the_listed_names() {
+    let listed: BTreeSet<String> = PUBLIC_NAMES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(listed.len(), PUBLIC_NAMES.len(), "a name listed twice");
+    let exported = crate_root_names();
+    let unlisted: Vec<_> = exported.difference(&listed).collect();
+    let missing: Vec<_> = listed.difference(&exported).collect();
+    assert!(
+        unlisted.is_empty() && missing.is_empty(),
+        "the crate root's public names differ from PUBLIC_NAMES: exported but not \
+         listed {unlisted:?}, listed but not exported {missing:?} (test and bench \
+         internals go to `timewarp::internals`)"
+    );
 }

@@ -2,7 +2,7 @@
 //! against the oracle. The selection rules reach some kernels only for
 //! workloads too large for a test (the wider tiled stripes) or never by
 //! default (shapes kept for `timewarp bench`); this module forces each of
-//! them by name on its thread (`gpu::force_kernel_shape`). After each call
+//! them by name on its thread (`internals::force_kernel_shape`). After each call
 //! it checks that the kernel it aimed at was launched, and at the end that
 //! every kernel of the catalogue was: run alone (the sanitizer runs take
 //! this module), that says the run checked every kernel.
@@ -14,7 +14,7 @@ use crate::paired::{batches, check_gradients, check_values, metric};
 use rand::rngs::StdRng;
 use std::collections::BTreeSet;
 use timewarp::{
-    distance_matrix, gpu, oracle, soft_dtw_alignment, ComputeOptions, Dtw, Metric, SeriesSet,
+    distance_matrix, internals, oracle, soft_dtw_alignment, ComputeOptions, Dtw, Metric, SeriesSet,
     SoftDtw, Twed, Variant,
 };
 use timewarp_kernels::catalogue::drivers;
@@ -27,21 +27,21 @@ impl Forced {
     fn shape(driver: Driver) -> Forced {
         // Names outlive the thread's calls: the few a run forces are leaked.
         let name: &'static str = Box::leak(driver.to_string().into_boxed_str());
-        gpu::force_kernel_shape(Some(name));
+        internals::force_kernel_shape(Some(name));
         Forced
     }
 }
 
 impl Drop for Forced {
     fn drop(&mut self) {
-        gpu::force_kernel_shape(None);
+        internals::force_kernel_shape(None);
     }
 }
 
 /// Asserts that kernel `id` has been launched.
 fn assert_launched(id: KernelId, context: &str) {
     assert!(
-        gpu::kernels_used().contains(&id),
+        internals::kernels_used().contains(&id),
         "{context}: the call did not launch {id}"
     );
 }
@@ -198,7 +198,7 @@ fn paired_kernels(rng: &mut StdRng, dims: usize) {
                     let pairs = (3 << 19) / (2 * 96 * dims * bytes);
                     let (x, y) = batches(70 + dims as u64, &vec![(96, 96); pairs], dims, 1.0);
                     let options = gpu_options(None);
-                    let before = gpu::this_thread_streamed_calls();
+                    let before = internals::this_thread_streamed_calls();
                     match precision {
                         Precision::F32 => {
                             check_values::<f32>(&options, &x, &y, metric(0.5, None), context)
@@ -208,7 +208,7 @@ fn paired_kernels(rng: &mut StdRng, dims: usize) {
                         }
                     }
                     assert_eq!(
-                        gpu::this_thread_streamed_calls(),
+                        internals::this_thread_streamed_calls(),
                         before + 1,
                         "{context}, {precision:?}: the call did not stream"
                     );
@@ -290,7 +290,7 @@ fn gpu_every_kernel_matches_the_oracle() {
         matrix_kernels(&mut rng, dims);
         paired_kernels(&mut rng, dims);
     }
-    let used: BTreeSet<KernelId> = gpu::kernels_used().into_iter().collect();
+    let used: BTreeSet<KernelId> = internals::kernels_used().into_iter().collect();
     let missing: Vec<String> = KernelId::all()
         .filter(|id| !used.contains(id))
         .map(|id| id.to_string())

@@ -1,4 +1,4 @@
-//! The CPU backend's lockstep driver (`timewarp::lockstep`): the
+//! The CPU backend's lockstep driver (`timewarp::internals::lockstep`): the
 //! lanes' exponential and logarithm against std's; Soft-DTW of several
 //! pairs in lockstep against the same pairs one at a time and the oracle;
 //! DTW and TWED in lockstep bit for bit equal to one pair at a time, and
@@ -17,8 +17,8 @@
 
 use crate::common::*;
 use rand::Rng;
-use timewarp::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep, SingleThread};
-use timewarp::{exp_lanes, ln_lanes, LaneReal, Lanes};
+use timewarp::internals::lockstep::{lockstep_buffer_len, lockstep_values, Lockstep, SingleThread};
+use timewarp::internals::{exp_lanes, ln_lanes, LaneReal, Lanes};
 use timewarp::{
     oracle, soft_dtw_pairs, soft_dtw_pairs_gradient, ComputeOptions, Device, Float, SeriesSet,
     SoftDtw,

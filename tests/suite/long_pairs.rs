@@ -159,11 +159,11 @@ fn gpu_a_stalled_panel_is_an_error_and_the_gpu_stays_usable() {
     let (a, b) = pair(30, 20_000, 20_000, false);
     let metric: Metric = Dtw::new().into();
     let options = gpu_options(Some(Variant::Tiled));
-    timewarp::gpu::inject_stalled_panel(Some(3));
+    timewarp::internals::inject_stalled_panel(Some(3));
     let started = std::time::Instant::now();
     let error = distance_matrix(&a, Some(&b), metric, &options).unwrap_err();
     let waited = started.elapsed();
-    timewarp::gpu::inject_stalled_panel(None);
+    timewarp::internals::inject_stalled_panel(None);
     match &error {
         timewarp::Error::DeviceWait { kernel, .. } => {
             assert!(kernel.starts_with("dtw_tiled"), "names the kernel: {error}")

@@ -22,8 +22,7 @@
 use crate::common::*;
 use std::sync::OnceLock;
 use timewarp::{
-    distance_matrix, gpu, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet, SoftDtw, Twed,
-    Variant,
+    distance_matrix, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet, SoftDtw, Twed, Variant,
 };
 
 /// One shape of batches and the measures it is checked with.
@@ -261,7 +260,7 @@ fn takes(variant: Option<Variant>, case: &Case) -> bool {
             } else {
                 case.b.max_len()
             };
-            columns <= gpu::local_max_len()
+            columns <= timewarp::internals::local_max_len()
         }
         _ => true,
     }
@@ -549,7 +548,7 @@ fn gpu_local_and_shared_capacities() {
         return;
     };
     let mut rng = rng(14);
-    let max = gpu::local_max_len();
+    let max = timewarp::internals::local_max_len();
     let short = random_set(&mut rng, &[max, 5], 1, 1.0);
     let long = random_set(&mut rng, &[max + 1], 1, 1.0);
     let dtw: Metric = Dtw::new().into();

@@ -8,7 +8,8 @@
 use crate::common::{on_gpu, rng};
 use ndarray::Array2;
 use rand::Rng;
-use timewarp::gpu::{inject_gpu_fault, Gpu};
+use timewarp::gpu::Gpu;
+use timewarp::internals::inject_gpu_fault;
 use timewarp::{
     distance_matrix, distance_matrix_resident, nearest_neighbours, soft_dtw_pairs,
     soft_dtw_pairs_gradient, upload, ComputeOptions, Device, Dtw, Error, GpuSet, Metric, Placement,

@@ -22,7 +22,7 @@
 use crate::common::*;
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
-use timewarp::gpu::{self as runtime};
+use timewarp::internals as runtime;
 use timewarp::{
     oracle, soft_dtw_gradient, soft_dtw_pairs, soft_dtw_pairs_gradient,
     soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, upload, ComputeOptions, Device,
@@ -846,7 +846,7 @@ fn large_host_batches(options: ComputeOptions) {
 
 /// GPU only: host batches in ordinary memory that the streamed kernel
 /// computes while the host writes them (1 to 2 MiB of series), each call
-/// counted as streamed (`timewarp::gpu::this_thread_streamed_calls`):
+/// counted as streamed (`timewarp::internals::this_thread_streamed_calls`):
 /// 1024 pairs of 128 and 2048 of 64 (1 MiB in f32, 2 MiB in f64), 700 of
 /// 1 to 128 samples of 2 values (offsets, short and long series; in f64
 /// only). In f32 and f64, the values against the oracle and against
@@ -888,7 +888,7 @@ fn streamed_host_batches(options: ComputeOptions) {
     assert_eq!(soft_dtw_pairs(&x, &y, soft, &options).unwrap(), expected);
     assert_eq!(runtime::this_thread_streamed_calls(), before + 1);
     runtime::inject_streamed_fault(runtime::StreamedFault::StallBeforeLastChunk);
-    let fallbacks = runtime::streamed_fallbacks();
+    let fallbacks = timewarp::gpu::streamed_fallbacks();
     assert_eq!(soft_dtw_pairs(&x, &y, soft, &options).unwrap(), expected);
     assert_eq!(
         runtime::this_thread_streamed_calls(),
@@ -897,7 +897,7 @@ fn streamed_host_batches(options: ComputeOptions) {
     );
     // Other threads' calls may fall back too, never fewer.
     assert!(
-        runtime::streamed_fallbacks() > fallbacks,
+        timewarp::gpu::streamed_fallbacks() > fallbacks,
         "the fallback is counted"
     );
 }

@@ -101,7 +101,7 @@ pub(super) fn traceback<T: Float>(
     })
 }
 
-/// DTW's divide and conquer of one unbanded pair ([`crate::hirschberg`]):
+/// DTW's divide and conquer of one unbanded pair (`hirschberg`):
 /// a [`SubPair`] is a rectangle of cells, from its first cell to its last.
 /// It splits after its middle column `c`: the forward pass gives the cost
 /// of reaching each cell of column `c`, the backward pass (the forward

@@ -95,7 +95,7 @@ fn too_large(what: &str, (n, m): (usize, usize), bytes: u128, remedy: &str) -> E
 ///
 /// Memory: one byte per cell of the pair (of the band, with one) up to
 /// [`PATH_WORKSPACE_BYTES`]; beyond that, without a band, linear in the
-/// lengths ([`hirschberg`]), which takes about twice the time. With a GPU
+/// lengths (`hirschberg`), which takes about twice the time. With a GPU
 /// (`options.device`), an unbanded pair of many cells takes that route
 /// too, its passes on the GPU; everything else is computed on the CPU.
 ///
@@ -156,7 +156,7 @@ const GPU_LEAF_CELLS: usize = 1 << 22;
 /// cost, the costs adding up to the value.
 ///
 /// Memory: one byte per cell up to [`PATH_WORKSPACE_BYTES`], beyond that
-/// linear in the lengths ([`hirschberg`] over [`TwedPair`]), which takes
+/// linear in the lengths (`hirschberg` over [`TwedPair`]), which takes
 /// about twice the time. With a GPU (`options.device`), a pair of many
 /// cells takes that route too, its passes on the GPU; everything else is
 /// computed on the CPU.

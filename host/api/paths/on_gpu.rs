@@ -14,7 +14,7 @@ use timewarp_kernels::{MeasureParams, Recurrence};
 /// cost more than the CPU's rolling row.
 pub const GPU_LAST_COLUMN_MIN_CELLS: usize = 1 << 22;
 
-/// The GPU's [`LastColumn`] of a pair, for [`super::hirschberg`].
+/// The GPU's [`LastColumn`] of a pair, for `hirschberg`.
 pub struct GpuLastColumn<'a, T, P> {
     gpu: &'static Gpu,
     pair: DevicePathPair<T>,

@@ -1,12 +1,30 @@
-//! How a computation is cut to fit a device-memory budget: ranges of
-//! series and chunks of pairs ([`ranges`], [`chunks`]), the tiles of a
-//! distance matrix ([`matrix`]) and the launches of paired batches
-//! ([`paired`]), and work spread over several GPUs ([`spread`]). No CUDA
-//! here: every plan is unit-tested on the CPU.
+//! The GPU runtime's policy, with no CUDA: how a computation is cut to fit
+//! a device-memory budget and which kernel runs it. Every rule here is
+//! unit-tested on the CPU. Nothing here depends on the other folders of
+//! `gpu`.
+//!
+//! The files, each depending only on those before it:
+//!
+//! ```text
+//! layout          where the parts of a range of series lie in its device
+//!                 image, and the bytes it takes
+//! mod.rs          ranges of series and chunks of pairs ([`ranges`],
+//!                 [`chunks`]) that fit a budget
+//! select          the default variant of a batch, and the kernel of the
+//!                 catalogue (driver, shape, univariate twin) a launch takes
+//! matrix_tiles    the tiles of a distance matrix, the pipeline's slots'
+//!                 share of the budget, the stencil kernels' blocks
+//! paired_shapes   the pairs' shapes of paired batches (`x_k` against
+//!                 `y_k`), and where a gradient's outputs lie
+//! spread          blocks handed out to several workers (one per GPU) from
+//!                 one queue, tested with fake workers
+//! ```
 
-pub mod matrix;
-pub mod paired;
-pub mod spread;
+pub(super) mod layout;
+pub(super) mod matrix_tiles;
+pub(super) mod paired_shapes;
+pub(super) mod select;
+pub(super) mod spread;
 
 use crate::{Error, Float, Result, SeriesSet};
 use std::mem::size_of;
@@ -94,8 +112,8 @@ pub(crate) fn chunks(
 
 #[cfg(test)]
 mod tests {
+    use super::layout::test_sets::set;
     use super::*;
-    use crate::gpu::layout::test_sets::set;
 
     /// The ranges [`ranges`] cuts, found series by series: a series joins
     /// the range unless that would pass either limit.

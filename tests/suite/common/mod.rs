@@ -17,7 +17,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-use timewarp::{gpu, oracle, ComputeOptions, Device, Float, Metric, SeriesSet, Variant};
+use timewarp::{gpu, internals, oracle, ComputeOptions, Device, Float, Metric, SeriesSet, Variant};
 
 /// GPU tests that skipped in this run (no usable GPU), for the summary.
 static SKIPPED: AtomicUsize = AtomicUsize::new(0);
@@ -38,7 +38,8 @@ impl Drop for Timed {
             let seconds = self.start.elapsed().as_secs_f64();
             // The test's own share of the GPU (its computations run on its
             // thread) and the GPU's busy time so far, all tests together.
-            let own = gpu::this_thread_busy_time().as_secs_f64() - self.own_busy_at_start;
+            let own =
+                timewarp::internals::this_thread_busy_time().as_secs_f64() - self.own_busy_at_start;
             let busy = gpu::Gpu::get().map_or(0.0, |gpu| gpu.busy_time().as_secs_f64());
             let _ = writeln!(
                 std::io::stderr(),
@@ -62,7 +63,7 @@ fn write_kernel_coverage() {
     let _one_writer = WRITING
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let used: Vec<String> = gpu::kernels_used()
+    let used: Vec<String> = internals::kernels_used()
         .iter()
         .map(|id| id.to_string())
         .collect();
@@ -90,7 +91,7 @@ pub fn on_gpu(test: &str) -> Option<Timed> {
             Some(Timed {
                 test: test.to_string(),
                 start: Instant::now(),
-                own_busy_at_start: gpu::this_thread_busy_time().as_secs_f64(),
+                own_busy_at_start: timewarp::internals::this_thread_busy_time().as_secs_f64(),
             })
         }
         Err(reason) => {

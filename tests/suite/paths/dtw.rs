@@ -4,10 +4,8 @@
 use super::{pair_series, rng, SHAPES};
 use crate::common::tolerance;
 use ndarray::{Array2, ArrayView2};
-use timewarp::{
-    distance, dtw_path, hirschberg, oracle, ComputeOptions, CpuLastColumn, Device, Dtw, DtwPair,
-    Float,
-};
+use timewarp::internals::{hirschberg, CpuLastColumn, DtwPair};
+use timewarp::{distance, dtw_path, oracle, ComputeOptions, Device, Dtw, Float};
 
 fn cpu() -> ComputeOptions {
     ComputeOptions::on(Device::Cpu)

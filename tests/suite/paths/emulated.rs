@@ -1,7 +1,7 @@
 //! The GPU provider's launch without a GPU: the pipelined kernel's driver
 //! on emulated warps (`crate::common::hardware`), given a pass the way
-//! `host/gpu/path.rs` launches it (the transposed sub-pair, its last row
-//! read back), against the CPU provider's column, for DTW's and TWED's
+//! `host/gpu/paths/last_columns.rs` launches it (the transposed sub-pair,
+//! its last row read back), against the CPU provider's column, for DTW's and TWED's
 //! passes. This checks the transposition and the series' addressing (the
 //! sample before each of TWED's passes included) where CI can run it; the
 //! GPU tests (`paths::gpu`, `paths::gpu_twed`) check the real launches.
@@ -9,9 +9,10 @@
 use super::twed::random_times;
 use super::{pair_series, rng};
 use crate::common::hardware::{run_warps, Shared};
-use timewarp::{
-    CpuLastColumn, DtwPair, LastColumn, Pass, PassSeries, PathPair, SubPair, Twed, TwedPair,
+use timewarp::internals::{
+    CpuLastColumn, DtwPair, LastColumn, Pass, PassSeries, PathPair, SubPair, TwedPair,
 };
+use timewarp::Twed;
 use timewarp_kernels::drivers::columns::long_pair::{pipelined_pair, PanelHandoff, NO_STALL};
 use timewarp_kernels::hw::{Scope, Tagged};
 use timewarp_kernels::{Recurrence, Series};

@@ -10,9 +10,10 @@ use super::soft_dtw::{alignment_tolerance, assert_alignment_invariants, SETTINGS
 use super::{pair_series, rng, SHAPES};
 use crate::common::{error_scale, on_gpu, tolerance};
 use timewarp::gpu::Gpu;
+use timewarp::internals::{hirschberg, CpuLastColumn, DtwPair, GpuLastColumn, LastColumn};
 use timewarp::{
-    distance, dtw_path, hirschberg, oracle, soft_dtw_alignment, ComputeOptions, CpuLastColumn,
-    Device, Dtw, DtwPair, Error, Float, GpuLastColumn, LastColumn, SoftDtw,
+    distance, dtw_path, oracle, soft_dtw_alignment, ComputeOptions, Device, Dtw, Error, Float,
+    SoftDtw,
 };
 
 /// Every sub-pair's last column, forward and reversed, from the GPU

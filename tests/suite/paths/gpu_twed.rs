@@ -6,10 +6,10 @@ use super::twed::{assert_valid_edits, edit_matches, library_twed, oracle_matches
 use super::{pair_series, rng};
 use crate::common::{on_gpu, tolerance};
 use timewarp::gpu::Gpu;
-use timewarp::{
-    hirschberg, oracle, twed_path, ComputeOptions, CpuLastColumn, Device, Float, GpuLastColumn,
-    LastColumn, PathPair, SubPair, Twed, TwedPair,
+use timewarp::internals::{
+    hirschberg, CpuLastColumn, GpuLastColumn, LastColumn, PathPair, SubPair, TwedPair,
 };
+use timewarp::{oracle, twed_path, ComputeOptions, Device, Float, Twed};
 
 /// The passes of parts from the origin, from inner nodes, to the last
 /// corner, one or two rows or node columns wide, of a pair with irregular

@@ -7,10 +7,10 @@ use crate::common::tolerance;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::rngs::StdRng;
 use rand::Rng;
+use timewarp::internals::{hirschberg, CpuLastColumn, LastColumn, PathPair, SubPair, TwedPair};
 use timewarp::oracle::{self, TwedStep};
 use timewarp::{
-    distance_matrix, hirschberg, twed_path, ComputeOptions, CpuLastColumn, Device, Edit, EditStep,
-    Float, LastColumn, PathPair, SeriesSet, SubPair, Twed, TwedPair,
+    distance_matrix, twed_path, ComputeOptions, Device, Edit, EditStep, Float, SeriesSet, Twed,
 };
 
 fn cpu() -> ComputeOptions {

@@ -1,0 +1,100 @@
+//! The stencil kernels (a block a pair, `drivers::stencil`) for distance
+//! matrices, in tiles of series whose data and outputs fit the budget;
+//! and the stencil launch that the paired and gradient launchers share.
+
+use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
+use crate::gpu::plan::matrix_tiles::TilePlan;
+use crate::gpu::plan::select::block_threads;
+use crate::gpu::plan::MAX_BLOCKS;
+use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::wait::wait_stream;
+use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies};
+use crate::results::zeros;
+use crate::{Float, Result, SeriesSet};
+use ndarray::{s, Array2};
+use std::ops::Range;
+use timewarp_kernels::drivers::stencil::{ring_len, VALUE_RINGS};
+use timewarp_kernels::launch::{tile_pairs, Numbering};
+use timewarp_kernels::{Driver, KernelId};
+
+/// The longest series of `range` of `set`.
+fn longest<T: Float>(set: &SeriesSet<T>, range: &Range<usize>) -> usize {
+    range.clone().map(|k| set.series_len(k)).max().unwrap_or(0)
+}
+
+/// Every series of `a` against every series of `b` (or the upper triangle
+/// of `a` against itself) with the stencil kernel, in tiles that fit
+/// `budget` (the caller holds the GPU).
+pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    params: P,
+    a: &SeriesSet<T>,
+    b: Option<&SeriesSet<T>>,
+    budget: usize,
+) -> Result<Array2<T>> {
+    let plan = TilePlan::new(a, b, budget);
+    let triangle_matrix = b.is_none();
+    let b = b.unwrap_or(a);
+    let id = KernelId::new(P::MEASURE, Driver::Stencil, false, T::PRECISION);
+    let stream = &gpu.stream;
+    let mut out = zeros(a.len(), b.len())?;
+    for (row_index, rows) in plan.a_blocks.iter().enumerate() {
+        let a_upload = upload_ranges(gpu, &[a], rows.clone(), AsyncCopies::Waited)?;
+        let a_batch = a_upload.batch(0, a);
+        for (column_index, columns) in plan.b_blocks.iter().enumerate() {
+            if triangle_matrix && column_index < row_index {
+                continue; // the mirror of a tile already computed
+            }
+            let triangle = triangle_matrix && column_index == row_index;
+            let b_upload;
+            let b_refs = if triangle {
+                a_batch.view(0..rows.len())
+            } else {
+                b_upload = upload_ranges(gpu, &[b], columns.clone(), AsyncCopies::Waited)?;
+                b_upload.batch(0, b).view(0..columns.len())
+            };
+            let a_refs = a_batch.view(0..rows.len());
+            let ring = ring_len(longest(a, rows), longest(b, columns));
+            let shared = shared_bytes::<T>(VALUE_RINGS, ring);
+            let (function, limit) = gpu.function_with_shared(id, shared)?;
+            let threads = block_threads(ring, limit);
+            let (count_a, count_b) = (rows.len(), columns.len());
+            let pairs = tile_pairs(count_a as u64, count_b as u64, triangle);
+            let mut tile_out = stream
+                .alloc_zeros::<T>(count_a * count_b)
+                .map_err(gpu_error)?;
+            let out_ptr = poison(stream, &mut tile_out)?;
+            let numbering = if triangle {
+                Numbering::Triangle
+            } else {
+                Numbering::Matrix
+            };
+            let mut first_pair = 0;
+            while first_pair < pairs {
+                let pair_count = MAX_BLOCKS.min(pairs - first_pair);
+                let mut launch =
+                    stencil_launch((a_refs, b_refs), params, numbering, pair_count, ring);
+                launch.pairs.out = out_ptr as *mut T;
+                launch.pairs.first_pair = first_pair;
+                // SAFETY: the batches are uploaded, `out` holds count_a x
+                // count_b values, the kernel was allowed `shared` bytes for
+                // rings of `ring` values.
+                unsafe {
+                    gpu.launch_blocks(&function, (pair_count as u32, threads), shared, launch)
+                }?;
+                first_pair += pair_count;
+            }
+            wait_stream(stream, "the stencil kernel")?;
+            let values = stream.clone_dtoh(&tile_out).map_err(gpu_error)?;
+            let tile = Array2::from_shape_vec((count_a, count_b), values).expect("tile shape");
+            out.slice_mut(s![rows.clone(), columns.clone()])
+                .assign(&tile);
+            if triangle_matrix && !triangle {
+                out.slice_mut(s![columns.clone(), rows.clone()])
+                    .assign(&tile.t());
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,451 @@
+//! The pipeline that feeds the pair kernels (naive, warp, local, shared)
+//! tile after tile, for streamed and resident computations alike.
+//!
+//! Tiles go round robin to [`SLOTS`] slots, each a stream of its own with
+//! its own pinned staging and result buffers, device chunk, output and
+//! workspace: for each tile, wait for the slot's previous tile and copy its
+//! results into the matrix, fill the staging buffer (on all cores), then
+//! enqueue the chunk's copy, the NaN fill of the outputs, the launches and
+//! the copy of the results back, all asynchronous on the slot's stream. So
+//! the host's copies, the PCIe copies both ways and the kernels of
+//! different tiles overlap. A page-locked batch
+//! ([`crate::SeriesSet::into_page_locked`]) stages only its chunks'
+//! offsets: its values are copied to the device straight from the batch.
+
+use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
+use crate::gpu::plan::matrix_tiles::{Side, Sizes, Tile, Upload};
+use crate::gpu::runtime::context::{poison_bytes, Gpu};
+use crate::gpu::runtime::device::gpu_error;
+use crate::gpu::runtime::pinned::Pinned;
+use crate::gpu::runtime::wait::{wait_event, wait_stream};
+use crate::gpu::transfer::image_writes::Image;
+use crate::gpu::transfer::matrix_output::Output;
+use crate::gpu::transfer::uploads::DeviceImage;
+use crate::interrupt;
+use crate::{Float, Result, SeriesSet};
+use cudarc::driver::{
+    result as driver, sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+};
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ops::Range;
+use std::sync::Arc;
+use timewarp_kernels::launch::pairs::PairsLaunch;
+use timewarp_kernels::launch::{tile_pairs, Numbering};
+use timewarp_kernels::SetRef;
+
+/// A loaded pair kernel (naive, warp, local or shared) and what its
+/// launches need.
+pub(crate) struct PairKernel {
+    pub function: CudaFunction,
+    /// 1 (naive, local, shared) or the lanes of a warp or sub-warp.
+    pub threads_per_pair: u32,
+    /// `PairsLaunch::row_len`.
+    pub row_len: usize,
+    /// Workspace values per pair; 0 for none.
+    pub workspace_per_pair: usize,
+    /// Threads of a block.
+    pub threads_per_block: u32,
+    /// Dynamic shared memory of a block, in bytes.
+    pub shared_bytes: u32,
+}
+
+/// An operand of the tiles: series on the device, or a host batch whose
+/// ranges are staged tile by tile.
+pub(crate) enum Operand<'a, T> {
+    Device(&'a DeviceImage<T>),
+    Host(&'a SeriesSet<T>),
+}
+
+/// A stream and the buffers of the tiles that run on it. Its device
+/// buffers are allocated on its own stream at first use.
+struct Slot<T> {
+    stream: Arc<CudaStream>,
+    /// Recorded after the slot's last enqueued operation.
+    done: CudaEvent,
+    staging: Option<Pinned>,
+    results: Option<Pinned>,
+    chunk: Option<CudaSlice<u8>>,
+    out: Option<CudaSlice<T>>,
+    workspace: Option<CudaSlice<T>>,
+    /// The tile whose results are on their way into `results`.
+    pending: Option<Tile>,
+}
+
+/// The slots of one computation. Dropping it waits for the slots' streams,
+/// so no copy or kernel outlives the buffers it uses, then keeps the
+/// pinned buffers for the next call.
+pub(crate) struct Pipeline<'g, T> {
+    gpu: &'g Gpu,
+    slots: Vec<Slot<T>>,
+    next: usize,
+    sizes: Sizes,
+}
+
+impl<T> Drop for Pipeline<'_, T> {
+    fn drop(&mut self) {
+        for slot in &mut self.slots {
+            // Errors here surface at the context's next call.
+            let _ = wait_stream(&slot.stream, "the tile pipeline");
+            for buffer in [slot.staging.take(), slot.results.take()]
+                .into_iter()
+                .flatten()
+            {
+                self.gpu.pool.give_back(buffer);
+            }
+        }
+    }
+}
+
+impl<'g, T: Float> Pipeline<'g, T> {
+    pub(crate) fn new(gpu: &'g Gpu, sizes: Sizes) -> Result<Self> {
+        let slots = gpu
+            .pool
+            .streams(&gpu.context)?
+            .into_iter()
+            .map(|stream| {
+                Ok(Slot {
+                    stream,
+                    done: gpu.context.new_event(None).map_err(gpu_error)?,
+                    staging: None,
+                    results: None,
+                    chunk: None,
+                    out: None,
+                    workspace: None,
+                    pending: None,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Pipeline {
+            gpu,
+            slots,
+            next: 0,
+            sizes,
+        })
+    }
+
+    /// Series `range` of `set`, uploaded through the staging buffers of all
+    /// slots in turn. Call only with no tile pending.
+    pub(crate) fn upload(
+        &mut self,
+        set: &SeriesSet<T>,
+        range: Range<usize>,
+    ) -> Result<DeviceImage<T>> {
+        let image = Image::new(set, &range);
+        let total = image.layout.bytes();
+        let first_stream = self.slots[0].stream.clone();
+        // SAFETY: every byte is written below before any kernel reads it.
+        let bytes = unsafe { first_stream.alloc::<u8>(total) }.map_err(gpu_error)?;
+        let base = bytes.device_ptr(&first_stream).0;
+        // The allocation is ordered on its stream; the others copy into it.
+        wait_stream(&first_stream, "the tile pipeline")?;
+        let piece = self.sizes.staging.clamp(1, STAGING_BYTES);
+        let result = self.copy_pieces(&image, base, piece);
+        if result.is_err() {
+            // Copies into `bytes` may be in flight; it is freed next.
+            self.wait_all();
+        }
+        result?;
+        Ok(DeviceImage {
+            _allocation: bytes,
+            base,
+            layout: image.layout,
+            first: range.start,
+            element: PhantomData,
+        })
+    }
+
+    /// Copies `image` to device address `base`: its staged bytes in pieces
+    /// of `piece` bytes, through the slots' staging buffers in turn, and
+    /// the parts a page-locked batch gives directly after them; waits for
+    /// the copies.
+    fn copy_pieces(&mut self, image: &Image, base: sys::CUdeviceptr, piece: usize) -> Result<()> {
+        let (gpu, count) = (self.gpu, self.slots.len());
+        let total = image.staged_bytes();
+        let (mut offset, mut k) = (0, 0);
+        while offset < total {
+            let slot = &mut self.slots[k % count];
+            k += 1;
+            debug_assert!(slot.pending.is_none());
+            wait_event(&slot.done, "the tile pipeline")?;
+            let stream = slot.stream.cu_stream();
+            let staging = slot.staging(gpu, piece)?;
+            let len = staging.len().min(total - offset);
+            // SAFETY: the slot's previous copy from its staging is done.
+            let staged = unsafe { staging.bytes_mut(len) };
+            image.write_parallel(staged, offset);
+            // SAFETY: the destination holds the image's bytes; the staging
+            // buffer stays untouched until the slot's event says the copy
+            // is done.
+            unsafe { driver::memcpy_htod_async(base + offset as u64, staged, stream) }
+                .map_err(gpu_error)?;
+            slot.done.record(&slot.stream).map_err(gpu_error)?;
+            offset += len;
+        }
+        let slot = &self.slots[k % count];
+        for (at, bytes) in image.direct() {
+            // SAFETY: the destination holds the image's bytes; the batch,
+            // which the caller borrows, outlives the copy: it is waited
+            // for below, or by the caller on an error.
+            unsafe { driver::memcpy_htod_async(base + at as u64, bytes, slot.stream.cu_stream()) }
+                .map_err(gpu_error)?;
+            slot.done.record(&slot.stream).map_err(gpu_error)?;
+        }
+        self.slots
+            .iter()
+            .try_for_each(|slot| wait_event(&slot.done, "the tile pipeline"))
+    }
+
+    /// Enqueues `tile` on the next slot, after waiting for that slot's
+    /// previous tile and copying its results into `out`.
+    fn submit<P: Copy>(
+        &mut self,
+        kernel: &PairKernel,
+        params: P,
+        rows: &Operand<T>,
+        cols: &Operand<T>,
+        tile: Tile,
+        out: &Output<T>,
+    ) -> Result<()> {
+        let (gpu, sizes) = (self.gpu, self.sizes);
+        let index = self.next;
+        self.next = (index + 1) % self.slots.len();
+        let slot = &mut self.slots[index];
+        slot.finish(out)?;
+        let (a, b) = if tile.triangle {
+            let Operand::Device(image) = rows else {
+                unreachable!("a triangle's rows are uploaded")
+            };
+            (image.view(&tile.rows), image.view(&tile.rows))
+        } else {
+            (
+                slot.operand(gpu, sizes, rows, &tile.rows)?,
+                slot.operand(gpu, sizes, cols, &tile.cols)?,
+            )
+        };
+        let stream = slot.stream.clone();
+        let outputs = tile.outputs();
+        let out_ptr = slot.out(sizes.outputs)?;
+        // Poison the outputs with NaN (all bits set), so that a pair the
+        // kernel failed to write cannot pass for a result.
+        // SAFETY: the slot's output holds at least `outputs` values.
+        unsafe { poison_bytes(&stream, out_ptr, outputs * size_of::<T>()) }?;
+        let workspace = slot.workspace(kernel, sizes.workspace_pairs)?;
+        launch_tile(
+            gpu,
+            &stream,
+            kernel,
+            params,
+            (a, b, tile.triangle),
+            out_ptr,
+            (workspace, sizes.workspace_pairs),
+        )?;
+        let results = slot.results(gpu, sizes.outputs * size_of::<T>())?;
+        // SAFETY: the slot's previous results were read by `finish`.
+        let results = unsafe { results.bytes_mut(outputs * size_of::<T>()) };
+        // SAFETY: `out_ptr` holds `outputs` values; the pinned results stay
+        // untouched until the slot's event says the copy is done.
+        unsafe { driver::memcpy_dtoh_async(results, out_ptr, stream.cu_stream()) }
+            .map_err(gpu_error)?;
+        slot.done.record(&stream).map_err(gpu_error)?;
+        slot.pending = Some(tile);
+        Ok(())
+    }
+
+    /// Waits for every slot and copies the results still pending into `out`.
+    fn drain(&mut self, out: &Output<T>) -> Result<()> {
+        self.slots.iter_mut().try_for_each(|slot| slot.finish(out))
+    }
+
+    /// Runs one upload of a plan whose `fixed` side it uploads: its series
+    /// of `fixed`, then its tiles against `other`.
+    pub(crate) fn run_upload<P: Copy>(
+        &mut self,
+        kernel: &PairKernel,
+        params: P,
+        (side, upload): (Side, &Upload),
+        fixed: &SeriesSet<T>,
+        other: &Operand<T>,
+        out: &Output<T>,
+    ) -> Result<()> {
+        let image = self.upload(fixed, upload.series.clone())?;
+        let uploaded = Operand::Device(&image);
+        let (rows, cols) = match side {
+            Side::Rows => (&uploaded, other),
+            Side::Cols => (other, &uploaded),
+        };
+        let result = upload
+            .tiles
+            .iter()
+            .try_for_each(|tile| {
+                interrupt::check()?;
+                self.submit(kernel, params, rows, cols, tile.clone(), out)
+            })
+            .and_then(|()| self.drain(out));
+        if result.is_err() {
+            self.wait_all();
+        }
+        // The uploaded image is freed next: no kernel reads it any more.
+        result
+    }
+
+    /// Waits for every slot's stream, ignoring errors (on the way out of a
+    /// failed computation, before its buffers are freed).
+    fn wait_all(&self) {
+        for slot in &self.slots {
+            let _ = wait_stream(&slot.stream, "the tile pipeline");
+        }
+    }
+}
+
+impl<T: Float> Slot<T> {
+    /// Waits for the pending tile, if any, and copies its results into `out`
+    /// (whose part for them is made ready while the GPU computes them).
+    fn finish(&mut self, out: &Output<T>) -> Result<()> {
+        let Some(tile) = self.pending.take() else {
+            return Ok(());
+        };
+        out.prepare(&tile);
+        wait_event(&self.done, "the tile pipeline")?;
+        let results = self.results.as_ref().expect("a pending tile has results");
+        // SAFETY: the copy into `results` is done (the event), and it
+        // wrote `tile.outputs()` values.
+        let values = unsafe { results.values::<T>(tile.outputs()) };
+        out.place(&tile, values);
+        Ok(())
+    }
+
+    fn staging(&mut self, gpu: &Gpu, bytes: usize) -> Result<&mut Pinned> {
+        if self.staging.as_ref().is_none_or(|s| s.len() < bytes) {
+            if let Some(old) = self.staging.take() {
+                gpu.pool.give_back(old);
+            }
+            self.staging = Some(gpu.pool.take(&gpu.context, bytes, true)?);
+        }
+        Ok(self.staging.as_mut().expect("just set"))
+    }
+
+    fn results(&mut self, gpu: &Gpu, bytes: usize) -> Result<&mut Pinned> {
+        if self.results.is_none() {
+            self.results = Some(gpu.pool.take(&gpu.context, bytes, false)?);
+        }
+        Ok(self.results.as_mut().expect("just set"))
+    }
+
+    /// The device address of the slot's output buffer.
+    fn out(&mut self, outputs: usize) -> Result<sys::CUdeviceptr> {
+        if self.out.is_none() {
+            // SAFETY: every tile fills its part with NaN before launching.
+            self.out = Some(unsafe { self.stream.alloc::<T>(outputs.max(1)) }.map_err(gpu_error)?);
+        }
+        let out = self.out.as_ref().expect("just set");
+        Ok(out.device_ptr(&self.stream).0)
+    }
+
+    /// The device address of the slot's workspace, or 0 when the kernel
+    /// needs none.
+    fn workspace(&mut self, kernel: &PairKernel, pairs: u64) -> Result<sys::CUdeviceptr> {
+        if kernel.workspace_per_pair == 0 || pairs == 0 {
+            return Ok(0);
+        }
+        if self.workspace.is_none() {
+            let values = pairs as usize * kernel.workspace_per_pair;
+            self.workspace = Some(self.stream.alloc_zeros::<T>(values).map_err(gpu_error)?);
+        }
+        let workspace = self.workspace.as_ref().expect("just set");
+        Ok(workspace.device_ptr(&self.stream).0)
+    }
+
+    /// The kernels' view of series `range` of `operand`: a view of its
+    /// device image, or its bytes staged and copied into the slot's chunk.
+    fn operand(
+        &mut self,
+        gpu: &Gpu,
+        sizes: Sizes,
+        operand: &Operand<T>,
+        range: &Range<usize>,
+    ) -> Result<SetRef<T>> {
+        let set = match operand {
+            Operand::Device(image) => return Ok(image.view(range)),
+            Operand::Host(set) => set,
+        };
+        let image = Image::new(set, range);
+        if self.chunk.is_none() {
+            // SAFETY: each tile copies its chunk in before its launches.
+            self.chunk = Some(unsafe { self.stream.alloc::<u8>(sizes.chunk) }.map_err(gpu_error)?);
+        }
+        let chunk = self.chunk.as_ref().expect("just set");
+        assert!(
+            image.layout.bytes() <= chunk.len(),
+            "the plan sized the chunks"
+        );
+        let chunk = chunk.device_ptr(&self.stream).0;
+        let stream = self.stream.cu_stream();
+        let staging = self.staging(gpu, sizes.staging)?;
+        // SAFETY: `finish` waited for the slot's previous copies.
+        let staged = unsafe { staging.bytes_mut(image.staged_bytes()) };
+        image.write_parallel(staged, 0);
+        // SAFETY: the chunk holds the image; the staging buffer stays
+        // untouched until the slot's event says the copy is done.
+        unsafe { driver::memcpy_htod_async(chunk, staged, stream) }.map_err(gpu_error)?;
+        for (at, bytes) in image.direct() {
+            // SAFETY: the chunk holds the image; the page-locked batch,
+            // which the computation borrows, outlives the copy: the
+            // pipeline waits for its slots before it is dropped.
+            unsafe { driver::memcpy_htod_async(chunk + at as u64, bytes, stream) }
+                .map_err(gpu_error)?;
+        }
+        Ok(image.layout.set_ref(chunk, 0, range.len()))
+    }
+}
+
+/// The pairs of one tile, `a` against `b` (or the upper triangle of `a`),
+/// on `stream`, in launches whose rows fit the workspace of `workspace.1`
+/// pairs at address `workspace.0`.
+fn launch_tile<T: Float, P: Copy>(
+    gpu: &Gpu,
+    stream: &CudaStream,
+    kernel: &PairKernel,
+    params: P,
+    (a, b, triangle): (SetRef<T>, SetRef<T>, bool),
+    out: sys::CUdeviceptr,
+    workspace: (sys::CUdeviceptr, u64),
+) -> Result<()> {
+    let pairs = tile_pairs(a.count, b.count, triangle);
+    let chunk = match kernel.workspace_per_pair {
+        0 => pairs,
+        _ => pairs.min(workspace.1),
+    };
+    let pairs_per_block = (kernel.threads_per_block / kernel.threads_per_pair) as u64;
+    let mut first_pair = 0;
+    while first_pair < pairs {
+        let pair_count = chunk.min(pairs - first_pair);
+        let launch = PairsLaunch {
+            a,
+            b,
+            params,
+            out: out as *mut T,
+            workspace: workspace.0 as *mut T,
+            row_len: kernel.row_len as u64,
+            first_pair,
+            pair_count,
+            numbering: if triangle {
+                Numbering::Triangle
+            } else {
+                Numbering::Matrix
+            },
+        };
+        let config = LaunchConfig {
+            grid_dim: (pair_count.div_ceil(pairs_per_block) as u32, 1, 1),
+            block_dim: (kernel.threads_per_block, 1, 1),
+            shared_mem_bytes: kernel.shared_bytes,
+        };
+        // SAFETY: `a` and `b` view live device images; `out` holds
+        // a.count x b.count values; the workspace holds `workspace.1`
+        // >= pair_count pairs, or the kernel needs none; the shared
+        // memory is what the kernel was sized for.
+        unsafe { gpu.launch(stream, &kernel.function, config, false, launch) }?;
+        first_pair += pair_count;
+    }
+    Ok(())
+}
