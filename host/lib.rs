@@ -67,7 +67,7 @@ pub use api::{
     HIRSCHBERG_LEAF_CELLS, KNN_BLOCK_VALUES, PATH_WORKSPACE_BYTES,
 };
 pub use backend::Backend;
-pub use error::{Error, Result};
+pub use error::{DriverError, Error, Result};
 pub use float::{Float, Precision};
 pub use interrupt::interrupt;
 pub use lanes::{exp_lanes, ln_lanes, LaneReal, Lanes};

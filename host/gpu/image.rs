@@ -4,12 +4,12 @@
 //! ([`upload_ranges`], read as [`DeviceBatch`]es).
 
 use super::context::Gpu;
-use super::device::gpu_error;
 use super::layout::{as_bytes_u64, Image, Layout};
 use super::plan::paired::{lengths_range, Shapes};
 use super::staged_copy::{stage_and_copy, Staging};
 use super::staging::{keeps, Pinned, PinnedPool};
 use super::wait::wait_stream;
+use crate::error::DriverCall;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use std::marker::PhantomData;
@@ -370,7 +370,8 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
     let allocate = || -> Result<CudaSlice<u8>> {
         // SAFETY: every byte of the images is copied in below before any
         // kernel reads it.
-        let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
+        let allocation =
+            unsafe { stream.alloc::<u8>(total.max(1)) }.call("allocating device memory")?;
         base_at.set(allocation.device_ptr(stream).0);
         Ok(allocation)
     };
@@ -382,7 +383,8 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
         // copy from pageable memory has read `bytes` when it returns; one
         // from page-locked memory (a batch's, or the staging buffer) ends
         // before they may be dropped (`page_locked`).
-        unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }.map_err(gpu_error)
+        unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }
+            .call("copying to the device")
     };
     let mut allocated = None;
     let mut staging = None;

@@ -3,11 +3,11 @@
 //! tiles per launch). Device memory is linear in the lengths.
 
 use super::context::{poison, Gpu, KernelParams};
-use super::device::gpu_error;
 use super::image::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use super::layout::image_bytes;
 use super::select::{pipelined_workspace, tile_rows, tiled_stripe};
 use super::wait::{check_fault_word, wait_stream};
+use crate::error::DriverCall;
 use crate::results::zeros;
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
@@ -116,7 +116,7 @@ impl<T: Float> PipelinedRun<T> {
         let kernel = self.kernel.to_string();
         wait_stream(stream, &kernel)?;
         check_fault_word(stream, &self.flags.slice(1..2), &kernel)?;
-        Ok(stream.clone_dtoh(&self.out).map_err(gpu_error)?[0])
+        Ok(stream.clone_dtoh(&self.out).call("copying to the host")?[0])
     }
 }
 
@@ -150,7 +150,7 @@ fn stripe_for<T: Float, P: KernelParams<T>>(
         let blocks = gpu
             .function(id)?
             .occupancy_max_active_blocks_per_multiprocessor(LANES as u32, 0, None)
-            .map_err(gpu_error)?;
+            .call("querying the occupancy of a kernel")?;
         Ok(blocks as usize)
     })
 }
@@ -179,9 +179,15 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
     let function = gpu.function(id)?;
     // Two border columns of n + 1 tagged values, two words each.
     let words = 2 * (n + 1) * size_of::<Tagged>() / size_of::<u64>();
-    let borders = stream.alloc_zeros::<u64>(words).map_err(gpu_error)?;
-    let flags = stream.alloc_zeros::<u32>(2).map_err(gpu_error)?;
-    let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+    let borders = stream
+        .alloc_zeros::<u64>(words)
+        .call("allocating device memory")?;
+    let flags = stream
+        .alloc_zeros::<u32>(2)
+        .call("allocating device memory")?;
+    let mut out = stream
+        .alloc_zeros::<T>(1)
+        .call("allocating device memory")?;
     let out_ptr = poison(stream, &mut out)?;
     let launch = PanelLaunch {
         a,
@@ -250,14 +256,16 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
     let border = |len: usize| {
         stream
             .clone_htod(&vec![T::INFINITY; len])
-            .map_err(gpu_error)
+            .call("copying to the device")
     };
     let rows = border(m + 1)?;
     let cols = border(n + 1)?;
     let mut corners = vec![T::INFINITY; tiles_down];
     corners[0] = T::ZERO;
-    let corners = stream.clone_htod(&corners).map_err(gpu_error)?;
-    let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+    let corners = stream.clone_htod(&corners).call("copying to the device")?;
+    let mut out = stream
+        .alloc_zeros::<T>(1)
+        .call("allocating device memory")?;
     let out_ptr = poison(stream, &mut out)?;
     let grid = TileGrid {
         rows: rows.device_ptr(stream).0 as *mut T,
@@ -284,14 +292,14 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
         unsafe { gpu.launch_blocks(&function, (blocks, LANES as u32), 0, launch) }?;
     }
     wait_stream(stream, &id.to_string())?;
-    Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
+    Ok(stream.clone_dtoh(&out).call("copying to the host")?[0])
 }
 
 /// A pair that does not fit the budget is an error before anything is
 /// allocated.
 pub(crate) fn check_fits(n: usize, m: usize, bytes: usize, budget: usize) -> Result<()> {
     if bytes > budget {
-        return Err(Error::Gpu(format!(
+        return Err(Error::gpu_memory(format!(
             "a pair of {n} x {m} samples needs {bytes} bytes of device memory, over the {budget} available"
         )));
     }

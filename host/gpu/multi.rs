@@ -14,6 +14,7 @@ use super::output::Output;
 use super::pipeline::{Operand, PairKernel, Pipeline};
 use super::plan::matrix::{Plan, Sizes, Tile};
 use super::plan::spread::{named, spread};
+use crate::error::DriverCall;
 use crate::{Error, Float, Result, SeriesSet};
 use std::cell::Cell;
 
@@ -136,11 +137,11 @@ pub(crate) fn armed_faults(gpus: &[&'static Gpu]) -> Vec<Option<usize>> {
 pub(crate) fn enter(gpu: &Gpu, fault_after: &mut Option<usize>, done: usize) -> Result<()> {
     if *fault_after == Some(done) {
         *fault_after = None;
-        return Err(Error::Gpu("injected fault (test hook)".into()));
+        return Err(Error::GpuFailure("injected fault (test hook)".into()));
     }
     gpu.context
         .bind_to_thread()
-        .map_err(super::device::gpu_error)
+        .call("binding the context to the thread")
 }
 
 /// Runs the uploads of `plan` (its blocks) on `workers`, each through its

@@ -18,7 +18,6 @@
 //! once per call, for the largest chunk.
 
 use super::context::{Gpu, KernelParams};
-use super::device::gpu_error;
 use super::image::{
     upload_bytes, upload_ranges_with, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
 };
@@ -31,6 +30,7 @@ use super::select::{paired_variant, pipelined_workspace};
 use super::streamed::streamed_values;
 use super::value_plan::{launch_lengths, value_border, value_bytes, value_call_bytes, ValuePlan};
 use super::wait::wait_stream;
+use crate::error::DriverCall;
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
 use std::mem::size_of;
@@ -255,7 +255,7 @@ fn tiled_values_on<T: Float, P: KernelParams<T>>(
     // SAFETY: `out` holds `launches * pairs` values; the copy from
     // pageable memory has read `values` when it returns.
     unsafe { driver::memcpy_htod_async(out, &values[..], gpu.stream.cu_stream()) }
-        .map_err(gpu_error)?;
+        .call("copying to the device")?;
     wait_stream(&gpu.stream, "the paired values")?;
     Ok(Vec::new())
 }

@@ -3,12 +3,12 @@
 //! and the stencil launch that the paired and gradient launchers share.
 
 use super::context::{poison, Gpu, KernelParams};
-use super::device::gpu_error;
 use super::image::{upload_ranges, AsyncCopies};
 use super::plan::matrix::TilePlan;
 use super::plan::MAX_BLOCKS;
 use super::select::block_threads;
 use super::wait::wait_stream;
+use crate::error::DriverCall;
 use crate::results::zeros;
 use crate::{Float, Result, SeriesSet};
 use ndarray::{s, Array2};
@@ -96,7 +96,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
             let pairs = tile_pairs(count_a as u64, count_b as u64, triangle);
             let mut tile_out = stream
                 .alloc_zeros::<T>(count_a * count_b)
-                .map_err(gpu_error)?;
+                .call("allocating device memory")?;
             let out_ptr = poison(stream, &mut tile_out)?;
             let numbering = if triangle {
                 Numbering::Triangle
@@ -119,7 +119,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
                 first_pair += pair_count;
             }
             wait_stream(stream, "the stencil kernel")?;
-            let values = stream.clone_dtoh(&tile_out).map_err(gpu_error)?;
+            let values = stream.clone_dtoh(&tile_out).call("copying to the host")?;
             let tile = Array2::from_shape_vec((count_a, count_b), values).expect("tile shape");
             out.slice_mut(s![rows.clone(), columns.clone()])
                 .assign(&tile);

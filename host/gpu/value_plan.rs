@@ -6,7 +6,6 @@
 //! gets under way ([`super::paired`]).
 
 use super::context::{poison_bytes, Gpu, KernelParams};
-use super::device::gpu_error;
 use super::image::DeviceBatch;
 use super::plan::paired::{operands, Shapes};
 use super::plan::{chunks, MAX_BLOCKS};
@@ -14,6 +13,7 @@ use super::select::{band_width, block_threads, panels_kernel, warp_kernel, WarpK
 use super::staging::{outputs_to_host, MappedOutputs};
 use super::stencil::{shared_bytes, stencil_launch};
 use super::wait::wait_stream;
+use crate::error::DriverCall;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, CudaFunction, CudaSlice, DevicePtr};
 use std::mem::size_of;
@@ -232,7 +232,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
             _ => Some(stream.alloc_zeros::<T>(len)),
         }
         .transpose()
-        .map_err(gpu_error)?;
+        .call("allocating device memory")?;
         Ok(ValuePlan {
             gpu,
             params,
@@ -295,7 +295,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
                                     stream.cu_stream(),
                                 )
                             }
-                            .map_err(gpu_error)?;
+                            .call("filling device memory")?;
                         }
                         let argument = PairsLaunch {
                             a: refs.0,
@@ -350,7 +350,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
                             stream.cu_stream(),
                         )
                     }
-                    .map_err(gpu_error)?;
+                    .call("copying on the device")?;
                 }
                 continue;
             }
