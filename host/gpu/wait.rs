@@ -49,7 +49,8 @@ fn poll(
     let started = Instant::now();
     let bound = device_wait_bound();
     loop {
-        if done().call(&format!("waiting for {kernel}"))? {
+        // The call's name is made only on an error: this loop spins.
+        if done().map_err(|e| Error::driver(format!("waiting for {kernel}"), e))? {
             return Ok(());
         }
         let waited = started.elapsed();
