@@ -46,7 +46,7 @@ fn first_bad<T: Float>(values: &[T]) -> Option<T> {
 /// The error of a result that is not finite.
 fn not_finite<T: Float>(bad: T, on_gpu: bool) -> Error {
     if on_gpu && bad.to_f64().is_nan() {
-        Error::Gpu(
+        Error::GpuFailure(
             "a kernel left a result unwritten, or a wait of its warps for each other passed \
              its bound"
                 .into(),

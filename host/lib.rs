@@ -68,7 +68,7 @@ pub use api::{
     EditPath, EditStep, Neighbours, SoftDtwOutputs,
 };
 pub use backend::Backend;
-pub use error::{Error, Result};
+pub use error::{DriverError, Error, Result};
 pub use float::{Float, Precision};
 pub use interrupt::interrupt;
 pub use metric::{Dtw, Metric, SoftDtw, Twed};

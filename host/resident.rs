@@ -212,7 +212,7 @@ fn upload_to_gpus<T: Float>(set: &SeriesSet<T>, options: &ComputeOptions) -> Res
         vec![all; gpus.len()]
     } else {
         plan_shards(set.len(), &budgets, |range| gpu::set_bytes(set, range)).ok_or_else(|| {
-            Error::Gpu(format!(
+            Error::gpu_memory(format!(
                 "the set takes {bytes} bytes of device memory, over the {} its {} GPUs have \
                  together; distance_matrix streams sets of any size instead",
                 budgets.iter().sum::<usize>(),

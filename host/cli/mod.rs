@@ -136,7 +136,8 @@ impl Failure {
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         match error {
-            Error::GpuUnavailable(_) | Error::Gpu(_) => Self::runtime(error.to_string()),
+            Error::GpuUnavailable(_) => Self::runtime(error.to_string()),
+            _ if error.is_gpu_failure() => Self::runtime(error.to_string()),
             _ => Self::usage(error.to_string()),
         }
     }

@@ -3,7 +3,9 @@
 //! `timewarp/_paths.py`, passes `length x dims` C-contiguous arrays, and
 //! TWED's timestamps as contiguous vectors or `None`).
 
-use super::{compute, invalid, options, py_error};
+use crate::compute::compute;
+use crate::errors::{invalid, py_error};
+use crate::inputs::options;
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;

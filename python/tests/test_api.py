@@ -247,20 +247,32 @@ def test_bad_input_is_a_timewarp_error(match, call):
 
 def test_errors_pickle_as_the_same_class():
     # Raised in another process (a Dask worker, multiprocessing), an error
-    # must arrive as timewarp.TimewarpError itself.
+    # must arrive as the same class of timewarp's, not as a copy.
     import pickle
 
-    assert TimewarpError.__module__ == "timewarp._timewarp"
-    error = pickle.loads(pickle.dumps(TimewarpError("no usable GPU: none")))
-    assert type(error) is TimewarpError
-    assert str(error) == "no usable GPU: none"
+    for cls in (
+        TimewarpError,
+        timewarp.InputError,
+        timewarp.GpuError,
+        timewarp.GpuOutOfMemoryError,
+        timewarp.OutOfMemoryError,
+    ):
+        assert cls.__module__ == "timewarp" and getattr(timewarp, cls.__name__) is cls
+        error = pickle.loads(pickle.dumps(cls("no usable GPU: none")))
+        assert type(error) is cls
+        assert str(error) == "no usable GPU: none"
+    error = pickle.loads(pickle.dumps(timewarp.FileError(2, "No such file", "a.ts")))
+    assert type(error) is timewarp.FileError
+    assert (error.errno, error.strerror, error.filename) == (2, "No such file", "a.ts")
 
 
 def test_gpu_without_one_is_a_clear_error():
     if timewarp.gpu_available():
         pytest.skip("this machine has a usable GPU")
-    with pytest.raises(TimewarpError, match="no usable GPU"):
+    with pytest.raises(timewarp.GpuError, match="no usable GPU") as caught:
         timewarp.cdist(np.zeros((2, 3)), device="gpu")
+    assert isinstance(caught.value, RuntimeError) and isinstance(caught.value, TimewarpError)
+    assert not isinstance(caught.value, ValueError)
     # auto falls back to the CPU.
     assert timewarp.cdist(np.ones((2, 3)), device="auto").shape == (2, 2)
 
@@ -386,8 +398,10 @@ def test_a_result_too_large_for_memory_is_a_memory_error():
     # bytes, more than any host's address space. Refused before any work,
     # with the size in the message.
     many = np.zeros((5_000_000, 1))
-    with pytest.raises(MemoryError, match="200000000000000 bytes"):
+    with pytest.raises(MemoryError, match="200000000000000 bytes") as caught:
         timewarp.cdist(many, device="cpu")
+    assert type(caught.value) is timewarp.OutOfMemoryError
+    assert isinstance(caught.value, TimewarpError)
     with pytest.raises(MemoryError, match="bytes"):
         timewarp.cdist(many, many[:4_000_000], device="cpu")
 

@@ -8,7 +8,10 @@ GPUs and the CPU, with kernels written in Rust.
 `cdist`, `distance`, `soft_dtw` (differentiable for torch tensors),
 `soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `load`, `info`;
 `timewarp.dask` (`cdist`, `knn` over a Dask cluster).
-Bad input raises `TimewarpError` (a `ValueError`). Conventions against
+Errors are `TimewarpError`s, and the builtin exception of their kind:
+`InputError` (a `ValueError`), `GpuError` (a `RuntimeError`),
+`OutOfMemoryError` and `GpuOutOfMemoryError` (`MemoryError`s), `FileError`
+(an `OSError`); Ctrl-C raises `KeyboardInterrupt`. Conventions against
 tslearn and aeon: docs/python.md.
 """
 
@@ -25,13 +28,26 @@ from ._core import (
     soft_dtw_gradient,
     soft_dtw_values,
 )
+from ._errors import (
+    FileError,
+    GpuError,
+    GpuOutOfMemoryError,
+    InputError,
+    OutOfMemoryError,
+    TimewarpError,
+)
 from ._inputs import is_torch_tensor
 from ._paths import dtw_path, soft_dtw_alignment, twed_path
-from ._timewarp import TimewarpError, __version__
+from ._timewarp import __version__
 from .neighbors import KNeighborsClassifier
 
 __all__ = [
+    "FileError",
+    "GpuError",
+    "GpuOutOfMemoryError",
+    "InputError",
     "KNeighborsClassifier",
+    "OutOfMemoryError",
     "SoftDTWLoss",
     "TimewarpError",
     "__version__",

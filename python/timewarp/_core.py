@@ -8,19 +8,19 @@ import numpy as np
 
 from . import _inputs
 from . import _timewarp as _ext
-from ._timewarp import TimewarpError
+from ._errors import InputError
 
 METRICS = ("dtw", "twed", "soft_dtw")
 
 
 def _metric(metric: str) -> str:
     if not isinstance(metric, str):
-        raise TimewarpError(f"metric {metric!r}: expected 'dtw', 'twed' or 'soft_dtw'")
+        raise InputError(f"metric {metric!r}: expected 'dtw', 'twed' or 'soft_dtw'")
     name = metric.lower().replace("-", "_")
     if name == "softdtw":
         name = "soft_dtw"
     if name not in METRICS:
-        raise TimewarpError(f"metric {metric!r}: expected 'dtw', 'twed' or 'soft_dtw'")
+        raise InputError(f"metric {metric!r}: expected 'dtw', 'twed' or 'soft_dtw'")
     return name
 
 
@@ -35,12 +35,12 @@ def _band(band: Optional[int]) -> Optional[int]:
         if isinstance(band, (float, np.floating)) and float(band).is_integer():
             band = int(band)
         else:
-            raise TimewarpError(
+            raise InputError(
                 f"band = {band!r}: the Sakoe-Chiba radius is a whole number of samples"
             )
     band = int(band)
     if not 0 <= band <= _BAND_MAX:
-        raise TimewarpError(
+        raise InputError(
             f"band = {_shown(band)}: the Sakoe-Chiba radius must be between 0 and {_BAND_MAX}"
         )
     return band
@@ -56,20 +56,20 @@ def _shown(value: Any) -> str:
 
 def _float(name: str, value: Any) -> float:
     if isinstance(value, (str, bytes)):
-        raise TimewarpError(f"{name} = {value!r} is not a number")
+        raise InputError(f"{name} = {value!r} is not a number")
     try:
         return float(value)
     except OverflowError:
-        raise TimewarpError(f"{name} = {_shown(value)} is too large for a float") from None
+        raise InputError(f"{name} = {_shown(value)} is too large for a float") from None
     except (TypeError, ValueError):
-        raise TimewarpError(f"{name} = {value!r} is not a number") from None
+        raise InputError(f"{name} = {value!r} is not a number") from None
 
 
 def _check_not_differentiated(value: Any, name: str, function: str) -> None:
     """An error for a tensor that requires a gradient (while autograd
     records): `function`'s result would silently have none."""
     if _inputs.requires_grad(value):
-        raise TimewarpError(
+        raise InputError(
             f"{function} is not differentiable but {name} requires grad: use timewarp.soft_dtw "
             f"for a differentiable Soft-DTW, or pass {name}.detach()"
         )
@@ -166,7 +166,7 @@ def _paired(x: Any, y: Any, precision: Optional[str], device: str):
     right = _inputs.batch(y, "y")
     _inputs.check_same_origin(left, right)
     if left.count != right.count:
-        raise TimewarpError(
+        raise InputError(
             f"x has {left.count} series but y has {right.count}: paired batches pair series k with k"
         )
     dtype = _inputs.common_dtype(precision, left, right)

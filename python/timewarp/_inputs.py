@@ -23,7 +23,7 @@ from typing import Any, List, Optional, Union
 
 import numpy as np
 
-from ._timewarp import TimewarpError
+from ._errors import InputError
 
 Batch = Union[np.ndarray, List[np.ndarray]]
 
@@ -71,7 +71,7 @@ def precision_dtype(precision: Optional[str]) -> Optional[np.dtype]:
         dtype = np.dtype(precision)
         if dtype in (np.float32, np.float64):
             return dtype
-    raise TimewarpError(f"precision {precision!r}: expected 'float32' or 'float64'")
+    raise InputError(f"precision {precision!r}: expected 'float32' or 'float64'")
 
 
 def native_dtype(dtype: np.dtype) -> np.dtype:
@@ -79,14 +79,14 @@ def native_dtype(dtype: np.dtype) -> np.dtype:
     if dtype == np.float32 or dtype == np.float64:
         return dtype
     if dtype.kind == "c":
-        raise TimewarpError(f"complex values ({dtype}) are not supported")
+        raise InputError(f"complex values ({dtype}) are not supported")
     if dtype.kind == "f":  # float16, longdouble
         return np.dtype(np.float32) if dtype.itemsize < 4 else np.dtype(np.float64)
     if dtype.kind in "iub":
         return np.dtype(np.float64)
     if dtype.name == "bfloat16":
         return np.dtype(np.float32)
-    raise TimewarpError(f"values of type {dtype} are not numbers timewarp can take")
+    raise InputError(f"values of type {dtype} are not numbers timewarp can take")
 
 
 def _to_numpy(value: Any) -> tuple[Any, Origin]:
@@ -95,7 +95,7 @@ def _to_numpy(value: Any) -> tuple[Any, Origin]:
         tensor = value.detach()
         origin = Origin("torch", tensor.device, tensor.dtype)
         if tensor.is_complex():
-            raise TimewarpError(f"complex values ({tensor.dtype}) are not supported")
+            raise InputError(f"complex values ({tensor.dtype}) are not supported")
         if tensor.dtype not in _torch_numpy_dtypes():
             tensor = tensor.to(_torch().float32)
         if tensor.device.type != "cpu":
@@ -110,14 +110,14 @@ def _to_numpy(value: Any) -> tuple[Any, Origin]:
             try:
                 import torch
             except ImportError:
-                raise TimewarpError(
+                raise InputError(
                     f"a {type(value).__name__} in GPU memory needs torch to be read"
                 ) from None
             return _to_numpy(torch.from_dlpack(value))
         try:
             return np.from_dlpack(value), Origin("numpy")
         except (BufferError, RuntimeError, TypeError) as error:
-            raise TimewarpError(
+            raise InputError(
                 f"cannot read a {type(value).__name__} through DLPack on the host: {error}"
             ) from None
     return value, Origin("numpy")
@@ -157,9 +157,9 @@ def _array(value: Any, what: str) -> np.ndarray:
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as error:
-        raise TimewarpError(f"{what} is not an array of numbers: {error}") from None
+        raise InputError(f"{what} is not an array of numbers: {error}") from None
     if array.dtype == object:
-        raise TimewarpError(
+        raise InputError(
             f"{what} is not a regular array of numbers (series of different lengths go in a list)"
         )
     native_dtype(array.dtype)  # rejects complex and non-numbers early
@@ -184,7 +184,7 @@ def batch(value: Any, what: str = "the batch") -> Prepared:
     value, origin = _to_numpy(value)
     if isinstance(value, (list, tuple)):
         if len(value) == 0:
-            raise TimewarpError(f"{what} has no series")
+            raise InputError(f"{what} has no series")
         series, flat = [], []
         for index, item in enumerate(value):
             item, _ = _to_numpy(item)
@@ -193,7 +193,7 @@ def batch(value: Any, what: str = "the batch") -> Prepared:
             if array.ndim == 1:
                 array = array[:, None]
             elif array.ndim != 2:
-                raise TimewarpError(
+                raise InputError(
                     f"series {index} of {what} has {array.ndim} axes; "
                     "a series is (length,) or (length, dims)"
                 )
@@ -207,12 +207,12 @@ def batch(value: Any, what: str = "the batch") -> Prepared:
     elif array.ndim == 2:
         array = array[:, :, None]
     elif array.ndim != 3:
-        raise TimewarpError(
+        raise InputError(
             f"{what} has {array.ndim} axes; expected (n, length), (n, length, dims) "
             "or a list of series"
         )
     if array.shape[0] == 0:
-        raise TimewarpError(f"{what} has no series")
+        raise InputError(f"{what} has no series")
     return Prepared(array, array.dtype, origin, array.shape[0], shape=shape)
 
 
@@ -223,7 +223,7 @@ def series(value: Any, what: str) -> Prepared:
     if array.ndim == 1:
         array = array[:, None]
     elif array.ndim != 2:
-        raise TimewarpError(
+        raise InputError(
             f"{what} has {array.ndim} axes; a series is (length,) or (length, dims)"
         )
     return Prepared(array[None], array.dtype, origin, 1)
@@ -261,7 +261,7 @@ def cast(prepared: Prepared, dtype: np.dtype) -> Batch:
 def check_same_origin(a: Prepared, b: Prepared) -> None:
     if a.origin.kind == "torch" and b.origin.kind == "torch":
         if a.origin.torch_device != b.origin.torch_device:
-            raise TimewarpError(
+            raise InputError(
                 f"the inputs are on different devices ({a.origin.torch_device} and "
                 f"{b.origin.torch_device})"
             )
@@ -285,7 +285,7 @@ def device_for(device: str, *prepared: Optional[Prepared]) -> str:
         elif device in ("gpu", "cuda"):
             device = f"gpu:{index}"
         elif device.split(":")[-1] != str(index):
-            raise TimewarpError(f"a tensor is on cuda:{index} but device={device!r}")
+            raise InputError(f"a tensor is on cuda:{index} but device={device!r}")
     return device
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from . import _inputs
 from . import _timewarp as _ext
 from ._core import _band, _float
-from ._timewarp import TimewarpError
+from ._errors import InputError
 
 
 def _series(x: Any, name: str) -> np.ndarray:
@@ -39,7 +39,7 @@ def _times(times: Any, name: str) -> Optional[np.ndarray]:
         return None
     array = _inputs.numbers(times, name).astype(np.float64)
     if array.ndim != 1:
-        raise TimewarpError(f"{name}: one timestamp a sample, shape (length,); got shape {array.shape}")
+        raise InputError(f"{name}: one timestamp a sample, shape (length,); got shape {array.shape}")
     return np.ascontiguousarray(array)
 
 

@@ -16,7 +16,7 @@ import torch
 from . import _inputs
 from . import _timewarp as _ext
 from ._core import _band, _float
-from ._timewarp import TimewarpError
+from ._errors import InputError
 
 
 def _numpy(tensor: torch.Tensor, dtype: np.dtype) -> np.ndarray:
@@ -32,7 +32,7 @@ def _batch3(tensor: torch.Tensor, what: str) -> torch.Tensor:
     if tensor.dim() == 2:
         return tensor.unsqueeze(-1)
     if tensor.dim() != 3:
-        raise TimewarpError(
+        raise InputError(
             f"{what} has {tensor.dim()} axes; expected (batch, length) or (batch, length, dims)"
         )
     return tensor
@@ -94,9 +94,9 @@ class _Check:
         x, y, values = self.tensors
         for name, batch in (("x", x), ("y", y)):
             if not bool(torch.isfinite(batch).all()):
-                raise TimewarpError(f"invalid input: {name} holds NaN or infinite values")
+                raise InputError(f"invalid input: {name} holds NaN or infinite values")
         if not bool(torch.isfinite(values).all()):
-            raise TimewarpError(
+            raise InputError(
                 f"a Soft-DTW value overflowed {self.dtype.name}: the samples are too large"
                 " for this precision (scale them, or use float64)"
             )
@@ -128,12 +128,12 @@ class _SoftDtwFunction(torch.autograd.Function):
     def forward(ctx, x, y, gamma, band, normalize, device, dtype, recording):  # type: ignore[override]
         x3, y3 = _batch3(x, "x"), _batch3(y, "y")
         if x3.shape[0] != y3.shape[0]:
-            raise TimewarpError(
+            raise InputError(
                 f"x has {x3.shape[0]} series but y has {y3.shape[0]}: "
                 "paired batches pair series k with k"
             )
         if x3.shape[2] != y3.shape[2]:
-            raise TimewarpError(
+            raise InputError(
                 f"dimension mismatch: x has {x3.shape[2]} dimensions per sample, y {y3.shape[2]}"
             )
         # Under torch.no_grad() `needs_input_grad` still follows the inputs'
@@ -148,7 +148,7 @@ class _SoftDtwFunction(torch.autograd.Function):
             outputs = "values"
         if x.is_cuda and device != "cpu":
             if x.device.index not in (None, 0):
-                raise TimewarpError(
+                raise InputError(
                     f"the tensors are on {x.device}: CUDA tensors are read in place on GPU 0"
                     " only (move them there, or pass CPU tensors with device=\"gpu:N\")"
                 )
@@ -209,9 +209,9 @@ def soft_dtw_torch(
     precision: Optional[str] = None,
 ) -> torch.Tensor:
     if not isinstance(y, torch.Tensor):
-        raise TimewarpError("x is a tensor but y is not: give both as tensors")
+        raise InputError("x is a tensor but y is not: give both as tensors")
     if x.device != y.device:
-        raise TimewarpError(f"x is on {x.device} but y on {y.device}")
+        raise InputError(f"x is on {x.device} but y on {y.device}")
     if x.is_cuda and device == "auto":
         where = f"gpu:{x.device.index or 0}"
     else:
@@ -238,7 +238,7 @@ _NATIVE = {torch.float32: np.dtype(np.float32), torch.float64: _F64}
 
 def _torch_to_numpy_dtype(dtype: torch.dtype) -> np.dtype:
     if dtype.is_complex:
-        raise TimewarpError(f"complex values ({dtype}) are not supported")
+        raise InputError(f"complex values ({dtype}) are not supported")
     if dtype == torch.bfloat16:
         return np.dtype(np.float16)
     return torch.empty(0, dtype=dtype).numpy().dtype
@@ -261,7 +261,7 @@ class SoftDTWLoss(torch.nn.Module):
     ) -> None:
         super().__init__()
         if reduction not in ("mean", "sum", "none"):
-            raise TimewarpError(f"reduction {reduction!r}: expected 'mean', 'sum' or 'none'")
+            raise InputError(f"reduction {reduction!r}: expected 'mean', 'sum' or 'none'")
         self.gamma = gamma
         self.normalize = normalize
         self.band = band

@@ -37,7 +37,7 @@ except ImportError as error:  # pragma: no cover - exercised without dask
 
 from . import _core, _inputs
 from . import _timewarp as _ext
-from ._timewarp import TimewarpError
+from ._errors import InputError
 
 __all__ = ["block_rule", "cdist", "knn"]
 
@@ -145,7 +145,7 @@ def _prepare(value: Any, what: str) -> _inputs.Prepared:
     if isinstance(prepared.data, list):
         dims = {s.shape[1] for s in prepared.data}
         if len(dims) > 1:
-            raise TimewarpError(
+            raise InputError(
                 f"the series of {what} have samples of different dimensions {sorted(dims)}"
             )
     return prepared
@@ -158,18 +158,18 @@ def _checked(prepared: _inputs.Prepared, dtype: np.dtype, what: str) -> _Batch:
     series = data if isinstance(data, list) else None
     if series is None:
         if data.shape[1] == 0:
-            raise TimewarpError(f"invalid input: the series of {what} are empty")
+            raise InputError(f"invalid input: the series of {what} are empty")
         finite = np.isfinite(data).reshape(data.shape[0], -1).all(axis=1)
         lengths = [data.shape[1]]
     else:
         for index, s in enumerate(series):
             if s.shape[0] == 0:
-                raise TimewarpError(f"invalid input: series {index} of {what} is empty")
+                raise InputError(f"invalid input: series {index} of {what} is empty")
         finite = np.array([bool(np.isfinite(s).all()) for s in series])
         lengths = [s.shape[0] for s in series]
     if not finite.all():
         index = int(np.argmin(finite))
-        raise TimewarpError(
+        raise InputError(
             f"invalid input: series {index} of {what} has a value that is not finite "
             "(values must be finite)"
         )
@@ -186,12 +186,12 @@ def _check_device(device: Any) -> str:
     for prefix in ("gpu:", "cuda:"):
         if name.startswith(prefix) and name[len(prefix) :].isdigit():
             if int(name[len(prefix) :]) != 0:
-                raise TimewarpError(
+                raise InputError(
                     f"device {device!r}: each Dask worker computes on its GPU 0 "
                     "(give each worker its GPU through CUDA_VISIBLE_DEVICES)"
                 )
             return name
-    raise TimewarpError(f'device {device!r}: expected "auto", "cpu", "gpu" or "gpu:N"')
+    raise InputError(f'device {device!r}: expected "auto", "cpu", "gpu" or "gpu:N"')
 
 
 def _parameters(params: Dict[str, Any]) -> Dict[str, Any]:
@@ -215,7 +215,7 @@ def _inputs_for(a: Any, b: Any, params: Dict[str, Any]) -> Tuple[_Batch, Optiona
     left_batch = _checked(left, dtype, "a" if b is not None else "the batch")
     right_batch = None if right is None else _checked(right, dtype, "b")
     if right_batch is not None and right_batch.dims != left_batch.dims:
-        raise TimewarpError(
+        raise InputError(
             f"dimension mismatch: the first batch has {left_batch.dims} dimensions per sample, "
             f"the second {right_batch.dims}"
         )
@@ -335,7 +335,7 @@ def cdist(
             symmetric,
         )
     elif isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
-        raise TimewarpError(f"block = {block!r}: must be an integer >= 1")
+        raise InputError(f"block = {block!r}: must be an integer >= 1")
     block = int(block)
 
     token = uuid.uuid4().hex
@@ -472,13 +472,13 @@ def knn(
     """
     params = _parameters(params)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise TimewarpError(f"k = {k!r}: must be an integer >= 1")
+        raise InputError(f"k = {k!r}: must be an integer >= 1")
     if isinstance(retries, bool) or not isinstance(retries, (int, np.integer)) or retries < 0:
-        raise TimewarpError(f"retries = {retries!r}: must be an integer >= 0")
+        raise InputError(f"retries = {retries!r}: must be an integer >= 0")
     query_batch, database_batch = _inputs_for(queries, database, params)
     assert database_batch is not None
     if k > database_batch.count:
-        raise TimewarpError(f"k = {k} but the database has only {database_batch.count} series")
+        raise InputError(f"k = {k} but the database has only {database_batch.count} series")
     client = _client(client)
     if block is None:
         workers, gpu = _on_gpu(client, params["device"])
@@ -495,7 +495,7 @@ def knn(
         if len(sizes) != 2 or not all(
             isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 1 for s in sizes
         ):
-            raise TimewarpError(
+            raise InputError(
                 f"block = {block!r}: an integer >= 1 or (queries per block, series per shard)"
             )
         query_block, shard_size = int(sizes[0]), int(sizes[1])

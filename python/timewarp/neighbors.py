@@ -9,7 +9,8 @@ import numpy as np
 
 from . import _inputs
 from ._core import _band, _float, _metric, _shown
-from ._timewarp import Resident, TimewarpError
+from ._errors import InputError
+from ._timewarp import Resident
 
 try:  # scikit-learn's base classes when it is installed (clone, pipelines, grid search)
     from sklearn.base import BaseEstimator, ClassifierMixin
@@ -55,7 +56,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
     A fitted model pickles (``pickle``, ``joblib``, ``copy.deepcopy``) with
     its training set, which is made resident again at its first use after
     loading. Using it before `fit` raises scikit-learn's `NotFittedError`
-    (a `TimewarpError` without scikit-learn).
+    (an `InputError`, a `ValueError`, without scikit-learn).
     """
 
     def __init__(
@@ -85,18 +86,18 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> KNeighborsClassifier:
         k = self.n_neighbors
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise TimewarpError(f"n_neighbors = {_shown(k)}: must be an integer >= 1")
+            raise InputError(f"n_neighbors = {_shown(k)}: must be an integer >= 1")
         if self.weights not in ("uniform", "distance"):
-            raise TimewarpError(f"weights {self.weights!r}: expected 'uniform' or 'distance'")
+            raise InputError(f"weights {self.weights!r}: expected 'uniform' or 'distance'")
         _metric(self.metric)
         train = _inputs.batch(X, "X")
         labels = np.asarray(y.cpu() if hasattr(y, "cpu") else y)
         if labels.ndim != 1 or len(labels) != train.count:
-            raise TimewarpError(
+            raise InputError(
                 f"y has shape {labels.shape} but X has {train.count} series: one label each"
             )
         if self.n_neighbors > train.count:
-            raise TimewarpError(
+            raise InputError(
                 f"n_neighbors = {_shown(self.n_neighbors)} but only {train.count} training series"
             )
         self.classes_, self._encoded = np.unique(labels, return_inverse=True)
@@ -133,7 +134,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
         try:
             from sklearn.exceptions import NotFittedError
         except ImportError:
-            raise TimewarpError(message) from None
+            raise InputError(message) from None
         raise NotFittedError(message)
 
     def kneighbors(self, X: Any, n_neighbors: Optional[int] = None, return_distance: bool = True):
@@ -147,7 +148,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
             or not isinstance(k, (int, np.integer))
             or not 1 <= k <= len(resident)
         ):
-            raise TimewarpError(
+            raise InputError(
                 f"n_neighbors = {_shown(k)}: must be an integer between 1 and {len(resident)}"
             )
         queries = _inputs.batch(X, "X")

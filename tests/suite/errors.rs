@@ -224,3 +224,30 @@ fn gpu_requested_without_one() {
     .unwrap();
     assert_eq!(auto[[0, 0]], 0.0);
 }
+
+/// A GPU error keeps the driver's error as its source, for callers that
+/// look at the driver's code.
+#[test]
+fn gpu_errors_keep_the_drivers_error() {
+    use std::error::Error as _;
+    use timewarp::DriverError;
+    let code = cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY;
+    let error = Error::GpuOutOfMemory {
+        what: "allocating device memory".into(),
+        source: Some(DriverError(code)),
+    };
+    assert!(error.is_out_of_memory() && error.is_gpu_failure());
+    let source = error.source().and_then(|s| s.downcast_ref::<DriverError>());
+    assert_eq!(source, Some(&DriverError(code)));
+    let host = Error::OutOfMemory {
+        rows: 1 << 20,
+        cols: 1 << 20,
+        bytes: 1 << 43,
+    };
+    assert!(host.is_out_of_memory() && !host.is_gpu_failure());
+    let wait = Error::DeviceWait {
+        kernel: "k".into(),
+        what: "w".into(),
+    };
+    assert!(!wait.is_gpu_failure() && !wait.is_out_of_memory());
+}

@@ -222,7 +222,8 @@ fn multi_gpu_fault_names_the_gpu_or_is_retried() {
     if gpus.len() == 1 {
         for result in [got.map(|_| ()), paired.map(|_| ())] {
             match result {
-                Err(Error::Gpu(message)) => {
+                Err(error @ Error::GpuFailure(_)) => {
+                    let message = error.to_string();
                     let name = format!("GPU 0 ({})", gpus[0].info().name);
                     assert!(message.contains(&name), "{message}");
                     assert!(message.contains("injected fault"), "{message}");

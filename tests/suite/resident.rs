@@ -371,7 +371,10 @@ fn resident_errors() {
     let queries = random_set(&mut rng, &[9], 1, 1.0);
     // Larger than the budget: a clear error, and streaming still works.
     let error = upload(&database, &gpu_with(None, Some(64))).err().unwrap();
-    assert!(matches!(error, Error::Gpu(_)), "{error:?}");
+    assert!(
+        matches!(error, Error::GpuOutOfMemory { source: None, .. }),
+        "{error:?}"
+    );
     assert!(
         error.to_string().contains("over the 64 available"),
         "{error}"

@@ -7,9 +7,9 @@
 
 use crate::gpu::plan::select::{forced_name, pipelined_workspace, tiled_stripe};
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::wait::{check_fault_word, wait_stream};
 use crate::{Error, Float, Result};
+use crate::error::DriverCall;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 use std::mem::size_of;
 use std::ptr::null_mut;
@@ -59,7 +59,7 @@ impl<T: Float> PipelinedRun<T> {
         let kernel = self.kernel.to_string();
         wait_stream(stream, &kernel)?;
         check_fault_word(stream, &self.flags.slice(1..2), &kernel)?;
-        Ok(stream.clone_dtoh(&self.out).map_err(gpu_error)?[0])
+        Ok(stream.clone_dtoh(&self.out).call("copying to the host")?[0])
     }
 }
 
@@ -103,7 +103,7 @@ pub(crate) fn stripe_for<T: Float, P: KernelParams<T>>(
         let blocks = gpu
             .function_to_query(id)?
             .occupancy_max_active_blocks_per_multiprocessor(LANES as u32, 0, None)
-            .map_err(gpu_error)?;
+            .call("querying the occupancy of a kernel")?;
         Ok(blocks as usize)
     })
 }
@@ -132,9 +132,15 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
     let function = gpu.function(id)?;
     // Two border columns of n + 1 tagged values, two words each.
     let words = 2 * (n + 1) * size_of::<Tagged>() / size_of::<u64>();
-    let borders = stream.alloc_zeros::<u64>(words).map_err(gpu_error)?;
-    let flags = stream.alloc_zeros::<u32>(2).map_err(gpu_error)?;
-    let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+    let borders = stream
+        .alloc_zeros::<u64>(words)
+        .call("allocating device memory")?;
+    let flags = stream
+        .alloc_zeros::<u32>(2)
+        .call("allocating device memory")?;
+    let mut out = stream
+        .alloc_zeros::<T>(1)
+        .call("allocating device memory")?;
     let out_ptr = poison(stream, &mut out)?;
     let launch = PanelLaunch {
         a,
@@ -177,7 +183,7 @@ pub(crate) fn enqueue_pipelined<T: Float, P: KernelParams<T>>(
 /// allocated.
 pub(crate) fn check_fits(n: usize, m: usize, bytes: usize, budget: usize) -> Result<()> {
     if bytes > budget {
-        return Err(Error::Gpu(format!(
+        return Err(Error::gpu_memory(format!(
             "a pair of {n} x {m} samples needs {bytes} bytes of device memory, over the {budget} available"
         )));
     }

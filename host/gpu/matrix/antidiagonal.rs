@@ -14,9 +14,9 @@
 //! A matrix is computed pair after pair: the variants are for long pairs.
 
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::wait::{check_fault_word, wait_stream};
 use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies};
+use crate::error::DriverCall;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig};
@@ -52,7 +52,7 @@ pub(crate) fn diagonal_pairs<T: Float, P: KernelParams<T>>(
     let b = b.unwrap_or(a);
     let bytes = diagonal_bytes(a, b);
     if bytes > budget {
-        return Err(Error::Gpu(format!(
+        return Err(Error::gpu_memory(format!(
             "pairs of up to {} x {} samples need {bytes} bytes of device memory, over the {budget} available",
             a.max_len(),
             b.max_len()
@@ -75,12 +75,16 @@ pub(crate) fn diagonal_pairs<T: Float, P: KernelParams<T>>(
     let stream = &gpu.stream;
     // Rows of the pair's matrix index the anti-diagonals: n + 1 values.
     let len = a.max_len() + 1;
-    let diagonal_memory = stream.alloc_zeros::<T>(3 * len).map_err(gpu_error)?;
+    let diagonal_memory = stream
+        .alloc_zeros::<T>(3 * len)
+        .call("allocating device memory")?;
     // The barrier's count, generation and fault word.
-    let barrier_memory = stream.alloc_zeros::<u32>(3).map_err(gpu_error)?;
+    let barrier_memory = stream
+        .alloc_zeros::<u32>(3)
+        .call("allocating device memory")?;
     let mut out = stream
         .alloc_zeros::<T>(a.len() * b.len())
-        .map_err(gpu_error)?;
+        .call("allocating device memory")?;
     let out_ptr = poison(stream, &mut out)? as *mut T;
     let diagonals = Diagonals {
         base: diagonal_memory.device_ptr(stream).0 as *mut T,
@@ -114,7 +118,7 @@ pub(crate) fn diagonal_pairs<T: Float, P: KernelParams<T>>(
     let kernel = id.to_string();
     wait_stream(stream, &kernel)?;
     check_fault_word(stream, &barrier_memory.slice(2..3), &kernel)?;
-    let values = stream.clone_dtoh(&out).map_err(gpu_error)?;
+    let values = stream.clone_dtoh(&out).call("copying to the host")?;
     let mut matrix = Array2::from_shape_vec((a.len(), b.len()), values).expect("output shape");
     if triangle {
         for i in 0..a.len() {
@@ -177,7 +181,7 @@ unsafe fn diagonal_pair<T: Float, P: Copy>(
 fn resident_blocks(gpu: &Gpu, function: &CudaFunction) -> Result<usize> {
     let attribute = |a| gpu.attribute(a);
     if attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? == 0 {
-        return Err(Error::Gpu(
+        return Err(Error::GpuFailure(
             "the diagonal variant needs cooperative launches, which this GPU does not \
              support; use diagonal-launches"
                 .into(),
@@ -186,9 +190,9 @@ fn resident_blocks(gpu: &Gpu, function: &CudaFunction) -> Result<usize> {
     let processors = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
     let per_processor = function
         .occupancy_max_active_blocks_per_multiprocessor(DIAGONAL_THREADS_PER_BLOCK, 0, None)
-        .map_err(gpu_error)?;
+        .call("querying the occupancy of a kernel")?;
     match per_processor as usize * processors {
-        0 => Err(Error::Gpu(
+        0 => Err(Error::GpuFailure(
             "the diagonal kernel fits no block on this GPU".into(),
         )),
         blocks => Ok(blocks),

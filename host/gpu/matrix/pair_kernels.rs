@@ -157,7 +157,7 @@ pub(crate) fn upload_range<T: Float>(
     let (_one_at_a_time, budget) = gpu.begin(memory_budget)?;
     let bytes = image_bytes(set, range.clone());
     if bytes > budget {
-        return Err(Error::Gpu(format!(
+        return Err(Error::gpu_memory(format!(
             "the set takes {bytes} bytes of device memory, over the {budget} available; \
              distance_matrix streams sets of any size instead"
         )));

@@ -7,9 +7,9 @@ use crate::gpu::plan::matrix_tiles::TilePlan;
 use crate::gpu::plan::select::block_threads;
 use crate::gpu::plan::MAX_BLOCKS;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies};
+use crate::error::DriverCall;
 use crate::results::zeros;
 use crate::{Float, Result, SeriesSet};
 use ndarray::{s, Array2};
@@ -63,7 +63,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
             let pairs = tile_pairs(count_a as u64, count_b as u64, triangle);
             let mut tile_out = stream
                 .alloc_zeros::<T>(count_a * count_b)
-                .map_err(gpu_error)?;
+                .call("allocating device memory")?;
             let out_ptr = poison(stream, &mut tile_out)?;
             let numbering = if triangle {
                 Numbering::Triangle
@@ -86,7 +86,7 @@ pub(crate) fn stencil_matrix<T: Float, P: KernelParams<T>>(
                 first_pair += pair_count;
             }
             wait_stream(stream, "the stencil kernel")?;
-            let values = stream.clone_dtoh(&tile_out).map_err(gpu_error)?;
+            let values = stream.clone_dtoh(&tile_out).call("copying to the host")?;
             let tile = Array2::from_shape_vec((count_a, count_b), values).expect("tile shape");
             out.slice_mut(s![rows.clone(), columns.clone()])
                 .assign(&tile);

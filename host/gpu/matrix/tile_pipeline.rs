@@ -15,12 +15,12 @@
 use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
 use crate::gpu::plan::matrix_tiles::{Side, Sizes, Tile, Upload};
 use crate::gpu::runtime::context::{poison_bytes, Gpu};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::pinned::Pinned;
 use crate::gpu::runtime::wait::{wait_event, wait_stream};
 use crate::gpu::transfer::image_writes::Image;
 use crate::gpu::transfer::matrix_output::Output;
 use crate::gpu::transfer::uploads::DeviceImage;
+use crate::error::DriverCall;
 use crate::interrupt;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{
@@ -106,7 +106,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
             .map(|stream| {
                 Ok(Slot {
                     stream,
-                    done: gpu.context.new_event(None).map_err(gpu_error)?,
+                    done: gpu.context.new_event(None).call("creating an event")?,
                     staging: None,
                     results: None,
                     chunk: None,
@@ -135,7 +135,7 @@ impl<'g, T: Float> Pipeline<'g, T> {
         let total = image.layout.bytes();
         let first_stream = self.slots[0].stream.clone();
         // SAFETY: every byte is written below before any kernel reads it.
-        let bytes = unsafe { first_stream.alloc::<u8>(total) }.map_err(gpu_error)?;
+        let bytes = unsafe { first_stream.alloc::<u8>(total) }.call("allocating device memory")?;
         let base = bytes.device_ptr(&first_stream).0;
         // The allocation is ordered on its stream; the others copy into it.
         wait_stream(&first_stream, "the tile pipeline")?;
@@ -178,8 +178,8 @@ impl<'g, T: Float> Pipeline<'g, T> {
             // buffer stays untouched until the slot's event says the copy
             // is done.
             unsafe { driver::memcpy_htod_async(base + offset as u64, staged, stream) }
-                .map_err(gpu_error)?;
-            slot.done.record(&slot.stream).map_err(gpu_error)?;
+                .call("copying to the device")?;
+            slot.done.record(&slot.stream).call("recording an event")?;
             offset += len;
         }
         let slot = &self.slots[k % count];
@@ -188,8 +188,8 @@ impl<'g, T: Float> Pipeline<'g, T> {
             // which the caller borrows, outlives the copy: it is waited
             // for below, or by the caller on an error.
             unsafe { driver::memcpy_htod_async(base + at as u64, bytes, slot.stream.cu_stream()) }
-                .map_err(gpu_error)?;
-            slot.done.record(&slot.stream).map_err(gpu_error)?;
+                .call("copying to the device")?;
+            slot.done.record(&slot.stream).call("recording an event")?;
         }
         self.slots
             .iter()
@@ -246,8 +246,8 @@ impl<'g, T: Float> Pipeline<'g, T> {
         // SAFETY: `out_ptr` holds `outputs` values; the pinned results stay
         // untouched until the slot's event says the copy is done.
         unsafe { driver::memcpy_dtoh_async(results, out_ptr, stream.cu_stream()) }
-            .map_err(gpu_error)?;
-        slot.done.record(&stream).map_err(gpu_error)?;
+            .call("copying to the host")?;
+        slot.done.record(&stream).call("recording an event")?;
         slot.pending = Some(tile);
         Ok(())
     }
@@ -336,7 +336,10 @@ impl<T: Float> Slot<T> {
     fn out(&mut self, outputs: usize) -> Result<sys::CUdeviceptr> {
         if self.out.is_none() {
             // SAFETY: every tile fills its part with NaN before launching.
-            self.out = Some(unsafe { self.stream.alloc::<T>(outputs.max(1)) }.map_err(gpu_error)?);
+            self.out = Some(
+                unsafe { self.stream.alloc::<T>(outputs.max(1)) }
+                    .call("allocating device memory")?,
+            );
         }
         let out = self.out.as_ref().expect("just set");
         Ok(out.device_ptr(&self.stream).0)
@@ -350,7 +353,11 @@ impl<T: Float> Slot<T> {
         }
         if self.workspace.is_none() {
             let values = pairs as usize * kernel.workspace_per_pair;
-            self.workspace = Some(self.stream.alloc_zeros::<T>(values).map_err(gpu_error)?);
+            self.workspace = Some(
+                self.stream
+                    .alloc_zeros::<T>(values)
+                    .call("allocating device memory")?,
+            );
         }
         let workspace = self.workspace.as_ref().expect("just set");
         Ok(workspace.device_ptr(&self.stream).0)
@@ -372,7 +379,9 @@ impl<T: Float> Slot<T> {
         let image = Image::new(set, range);
         if self.chunk.is_none() {
             // SAFETY: each tile copies its chunk in before its launches.
-            self.chunk = Some(unsafe { self.stream.alloc::<u8>(sizes.chunk) }.map_err(gpu_error)?);
+            self.chunk = Some(
+                unsafe { self.stream.alloc::<u8>(sizes.chunk) }.call("allocating device memory")?,
+            );
         }
         let chunk = self.chunk.as_ref().expect("just set");
         assert!(
@@ -387,13 +396,14 @@ impl<T: Float> Slot<T> {
         image.write_parallel(staged, 0);
         // SAFETY: the chunk holds the image; the staging buffer stays
         // untouched until the slot's event says the copy is done.
-        unsafe { driver::memcpy_htod_async(chunk, staged, stream) }.map_err(gpu_error)?;
+        unsafe { driver::memcpy_htod_async(chunk, staged, stream) }
+            .call("copying to the device")?;
         for (at, bytes) in image.direct() {
             // SAFETY: the chunk holds the image; the page-locked batch,
             // which the computation borrows, outlives the copy: the
             // pipeline waits for its slots before it is dropped.
             unsafe { driver::memcpy_htod_async(chunk + at as u64, bytes, stream) }
-                .map_err(gpu_error)?;
+                .call("copying to the device")?;
         }
         Ok(image.layout.set_ref(chunk, 0, range.len()))
     }

@@ -4,13 +4,13 @@
 //! anti-diagonal of tiles per launch. Device memory is linear in the
 //! lengths.
 
+use crate::error::DriverCall;
 use crate::gpu::launch::pipelined_pair::{
     check_fits, pair_pipelined_on, pipelined_bytes, stripe_for,
 };
 use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::select::tile_rows;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use crate::results::zeros;
@@ -108,14 +108,14 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
     let border = |len: usize| {
         stream
             .clone_htod(&vec![T::INFINITY; len])
-            .map_err(gpu_error)
+            .call("copying to the device")
     };
     let rows = border(m + 1)?;
     let cols = border(n + 1)?;
     let mut corners = vec![T::INFINITY; tiles_down];
     corners[0] = T::ZERO;
-    let corners = stream.clone_htod(&corners).map_err(gpu_error)?;
-    let mut out = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+    let corners = stream.clone_htod(&corners).call("copying to the device")?;
+    let mut out = stream.alloc_zeros::<T>(1).call("allocating device memory")?;
     let out_ptr = poison(stream, &mut out)?;
     let grid = TileGrid {
         rows: rows.device_ptr(stream).0 as *mut T,
@@ -142,5 +142,5 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
         unsafe { gpu.launch_blocks(&function, (blocks, LANES as u32), 0, launch) }?;
     }
     wait_stream(stream, &id.to_string())?;
-    Ok(stream.clone_dtoh(&out).map_err(gpu_error)?[0])
+    Ok(stream.clone_dtoh(&out).call("copying to the host")?[0])
 }

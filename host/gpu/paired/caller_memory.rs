@@ -7,9 +7,9 @@ use super::value_launches::value_call_bytes;
 use super::values::{choose, values_on};
 use crate::gpu::plan::paired_shapes::{GradientKernel, GradientPlan, Shapes};
 use crate::gpu::runtime::context::{Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::ForeignBatch;
+use crate::error::DriverCall;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, sys};
 use timewarp_kernels::Differentiable;
@@ -110,10 +110,12 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
     };
     let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
     if let Some(stream) = wait_for {
-        let event = gpu.context.new_event(None).map_err(gpu_error)?;
+        let event = gpu.context.new_event(None).call("creating an event")?;
         // SAFETY: the caller vouches for the stream; the event is ours.
-        unsafe { driver::event::record(event.cu_event(), stream) }.map_err(gpu_error)?;
-        gpu.stream.wait(&event).map_err(gpu_error)?;
+        unsafe { driver::event::record(event.cu_event(), stream) }.call("recording an event")?;
+        gpu.stream
+            .wait(&event)
+            .call("ordering a stream after an event")?;
     }
     let result = (|| {
         match kernels {
@@ -162,7 +164,7 @@ fn finish_after(gpu: &Gpu, wait_for: Option<sys::CUstream>) -> Result<()> {
     let Some(stream) = wait_for else {
         return wait_stream(&gpu.stream, "the paired kernels on the caller's tensors");
     };
-    let done = gpu.stream.record_event(None).map_err(gpu_error)?;
+    let done = gpu.stream.record_event(None).call("recording an event")?;
     // SAFETY: the caller vouches for the stream; the event is ours, and
     // destroying it once waited on is allowed before it completes.
     unsafe {
@@ -172,5 +174,5 @@ fn finish_after(gpu: &Gpu, wait_for: Option<sys::CUstream>) -> Result<()> {
             sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
         )
     }
-    .map_err(gpu_error)
+    .call("ordering a stream after an event")
 }

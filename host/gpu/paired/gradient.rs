@@ -24,10 +24,11 @@ use crate::gpu::plan::select::{block_threads, gradient_driver, gradient_shape};
 use crate::gpu::plan::{chunks, layout::image_bytes, MAX_BLOCKS};
 use crate::gpu::runtime::context::{poison_bytes, Gpu, KernelParams};
 use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
-use crate::gpu::runtime::{device::gpu_error, pinned::outputs_to_host};
+use crate::gpu::runtime::pinned::outputs_to_host;
 use crate::gpu::transfer::uploads::{
     upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
 };
+use crate::error::DriverCall;
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::{result as driver, DevicePtr};
@@ -196,14 +197,14 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let outputs = plan.outputs();
     let output_bytes = outputs * size_of::<T>();
     if output_bytes > budget {
-        return Err(Error::Gpu(format!(
+        return Err(Error::gpu_memory(format!(
             "the values and gradients of {pairs} pairs need {output_bytes} bytes of device memory, over the {budget} available"
         )));
     }
     let stream = &gpu.stream;
     // SAFETY: `gradient_into` writes every output before the copies below
     // read them (on the same stream).
-    let results = unsafe { stream.alloc::<T>(outputs) }.map_err(gpu_error)?;
+    let results = unsafe { stream.alloc::<T>(outputs) }.call("allocating device memory")?;
     let base = results.device_ptr(stream).0;
     gradient_into(
         gpu,
@@ -284,7 +285,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     // SAFETY: the buffer holds `plan.outputs()` values, the values first.
     unsafe {
         driver::memset_d8_async(out, 0, plan.outputs() * size_of::<T>(), stream.cu_stream())
-            .map_err(gpu_error)?;
+            .call("filling device memory")?;
         poison_bytes(stream, out, value_bytes)?;
     }
     // Each chunk's store offsets, launch after launch, relative to the
@@ -322,13 +323,13 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     // backward pass reads it, and each anti-diagonal of the rings before the next reads it; the
     // offsets are copied in next.
     let workspace_len = (offsets_len + store_len + ring_values).max(1);
-    let workspace = unsafe { stream.alloc::<T>(workspace_len) }.map_err(gpu_error)?;
+    let workspace = unsafe { stream.alloc::<T>(workspace_len) }.call("allocating device memory")?;
     let offsets_base = workspace.device_ptr(stream).0;
     if !store_offsets.is_empty() {
         // SAFETY: the workspace begins with room for the offsets; from
         // pageable memory, the copy has read them when it returns.
         unsafe { driver::memcpy_htod_async(offsets_base, &store_offsets[..], stream.cu_stream()) }
-            .map_err(gpu_error)?;
+            .call("copying to the device")?;
     }
     let store = offsets_base + (offsets_len * size_of::<T>()) as u64;
     let rings = store + (store_len * size_of::<T>()) as u64;
@@ -336,7 +337,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let fault = (borders > 0)
         .then(|| stream.alloc_zeros::<u32>(1))
         .transpose();
-    let fault = fault.map_err(gpu_error)?;
+    let fault = fault.call("allocating device memory")?;
     let fault_ptr = fault.as_ref().map_or(0, |word| word.device_ptr(stream).0) as *mut u32;
     for (range, start) in ranges.iter().zip(starts) {
         let len = range.len();
@@ -375,7 +376,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
                             len * borders * size_of::<T>(),
                             stream.cu_stream(),
                         )
-                        .map_err(gpu_error)?;
+                        .call("filling device memory")?;
                     }
                     launch.pairs.workspace = rings as *mut T;
                     launch.pairs.row_len = borders as u64;
@@ -464,7 +465,7 @@ pub(crate) fn gradient_kernel<T: Float>(
         let blocks = gpu
             .function_to_query(id)?
             .occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)
-            .map_err(gpu_error)? as usize;
+            .call("querying the occupancy of a kernel")? as usize;
         let sms = gpu.schedulers()? / 4;
         Ok(2 * pairs * shape.0 <= blocks * WARPS_PER_BLOCK * sms)
     };

@@ -25,12 +25,12 @@
 use super::value_launches::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
 use crate::gpu::plan::paired_shapes::Shapes;
 use crate::gpu::runtime::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::pinned::{keeps, MappedOutputs, Pinned};
 use crate::gpu::runtime::wait::{device_wait_bound, wait_stream};
 use crate::gpu::transfer::image_writes::{as_bytes_u64, Image};
 use crate::gpu::transfer::staged_copy::{stage_in_order, Staging};
 use crate::gpu::transfer::uploads::upload_places;
+use crate::error::DriverCall;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{sys, CudaStream, DevicePtr, LaunchConfig};
 use std::cell::Cell;
@@ -255,7 +255,11 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
         std::sync::atomic::fence(Ordering::SeqCst);
         let workspace = match border {
             0 => None,
-            _ => Some(stream.alloc_zeros::<T>(border * pairs).map_err(gpu_error)?),
+            _ => Some(
+                stream
+                    .alloc_zeros::<T>(border * pairs)
+                    .call("allocating device memory")?,
+            ),
         };
         let argument = StreamedLaunch {
             pairs: PairsLaunch {
@@ -301,7 +305,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
             if let Some(count) = counts[next] {
                 match fault {
                     Some(StreamedFault::FailAfterFirstChunk) if count < pairs => {
-                        return Err(Error::Gpu("injected fault: the host stopped".into()));
+                        return Err(Error::GpuFailure("injected fault: the host stopped".into()));
                     }
                     Some(StreamedFault::StallBeforeLastChunk) if next == last => {
                         std::thread::sleep(TEST_STALL);
@@ -360,7 +364,7 @@ fn wait_until_finished(stream: &CudaStream, finished: &AtomicU32) -> Result<bool
             match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
                 sys::CUresult::CUDA_ERROR_NOT_READY => {}
                 status => {
-                    status.result().map_err(gpu_error)?;
+                    status.result().call("querying a stream")?;
                     return Ok(finished.load(Ordering::Acquire) != 0);
                 }
             }

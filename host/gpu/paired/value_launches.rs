@@ -10,10 +10,10 @@ use crate::gpu::plan::paired_shapes::{operands, Shapes};
 use crate::gpu::plan::select::{band_width, block_threads, panels_kernel, warp_kernel, WarpKernel};
 use crate::gpu::plan::{chunks, MAX_BLOCKS};
 use crate::gpu::runtime::context::{poison_bytes, Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::pinned::{outputs_to_host, MappedOutputs};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::DeviceBatch;
+use crate::error::DriverCall;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, CudaFunction, CudaSlice, DevicePtr};
 use std::mem::size_of;
@@ -232,7 +232,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
             _ => Some(stream.alloc_zeros::<T>(len)),
         }
         .transpose()
-        .map_err(gpu_error)?;
+        .call("allocating device memory")?;
         Ok(ValuePlan {
             gpu,
             params,
@@ -295,7 +295,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
                                     stream.cu_stream(),
                                 )
                             }
-                            .map_err(gpu_error)?;
+                            .call("filling device memory")?;
                         }
                         let argument = PairsLaunch {
                             a: refs.0,
@@ -350,7 +350,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
                             stream.cu_stream(),
                         )
                     }
-                    .map_err(gpu_error)?;
+                    .call("copying on the device")?;
                 }
                 continue;
             }

@@ -27,12 +27,12 @@ use crate::gpu::plan::paired_shapes::{operands, Shapes};
 use crate::gpu::plan::select::{paired_variant, pipelined_workspace};
 use crate::gpu::plan::{chunks, MAX_BLOCKS};
 use crate::gpu::runtime::context::{Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::{
     upload_bytes, upload_ranges_with, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
 };
+use crate::error::DriverCall;
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
 use std::mem::size_of;
@@ -257,7 +257,7 @@ fn tiled_values_on<T: Float, P: KernelParams<T>>(
     // SAFETY: `out` holds `launches * pairs` values; the copy from
     // pageable memory has read `values` when it returns.
     unsafe { driver::memcpy_htod_async(out, &values[..], gpu.stream.cu_stream()) }
-        .map_err(gpu_error)?;
+        .call("copying to the device")?;
     wait_stream(&gpu.stream, "the paired values")?;
     Ok(Vec::new())
 }

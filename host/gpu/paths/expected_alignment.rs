@@ -6,9 +6,9 @@ use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
 use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::select::block_threads;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
+use crate::error::DriverCall;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;
@@ -47,7 +47,7 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
         + size_of::<u64>()
         + if global_rings { ring_bytes } else { 0 };
     if needed > budget {
-        return Err(Error::Gpu(format!(
+        return Err(Error::gpu_memory(format!(
             "the expected alignment of a {n} x {m} pair needs {} MiB of device memory, over \
              the {} MiB available",
             needed.div_ceil(1 << 20),
@@ -59,7 +59,9 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let stream = &gpu.stream;
     let result = (|| {
         // Zeroed: the kernel writes the cells of the window only.
-        let alignment = stream.alloc_zeros::<T>(cells).map_err(gpu_error)?;
+        let alignment = stream
+            .alloc_zeros::<T>(cells)
+            .call("allocating device memory")?;
         // SAFETY: uninitialised, as in `gradient_into`: the forward pass
         // writes every cell of the store before the backward pass reads
         // it, and each anti-diagonal of the rings before the next reads it.
@@ -68,10 +70,13 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
         } else {
             0
         };
-        let workspace = unsafe { stream.alloc::<T>(cells + ring_values) }.map_err(gpu_error)?;
-        let mut value = stream.alloc_zeros::<T>(1).map_err(gpu_error)?;
+        let workspace =
+            unsafe { stream.alloc::<T>(cells + ring_values) }.call("allocating device memory")?;
+        let mut value = stream
+            .alloc_zeros::<T>(1)
+            .call("allocating device memory")?;
         let value_at = poison(stream, &mut value)?;
-        let store_offsets = stream.clone_htod(&[0u64]).map_err(gpu_error)?;
+        let store_offsets = stream.clone_htod(&[0u64]).call("copying to the device")?;
         let store = workspace.device_ptr(stream).0;
         let id = KernelId::new(P::MEASURE, Driver::Alignment, false, T::PRECISION);
         let shared = if global_rings { 0 } else { ring_bytes };
@@ -100,8 +105,8 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
         // `shared` bytes the kernel was allowed.
         unsafe { gpu.launch_blocks(&function, (1, threads), shared, launch) }?;
         wait_stream(stream, "the Soft-DTW alignment kernel")?;
-        let alignment = stream.clone_dtoh(&alignment).map_err(gpu_error)?;
-        let value = stream.clone_dtoh(&value).map_err(gpu_error)?[0];
+        let alignment = stream.clone_dtoh(&alignment).call("copying to the host")?;
+        let value = stream.clone_dtoh(&value).call("copying to the host")?[0];
         let alignment = Array2::from_shape_vec((n, m), alignment).expect("n x m cells");
         Ok((alignment, value))
     })();

@@ -10,8 +10,8 @@ use crate::gpu::launch::pipelined_pair::{
     check_fits, enqueue_pipelined, pipelined_bytes, PipelinedRun,
 };
 use crate::gpu::runtime::context::{Gpu, KernelParams};
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::wait::wait_stream;
+use crate::error::DriverCall;
 use crate::{Float, Result};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::mem::size_of;
@@ -57,12 +57,19 @@ impl<T: Float> DevicePathPair<T> {
             starts[k] = starts[k - 1] + lengths[k - 1];
         }
         let flat = |parts: [&[T]; 4]| parts.concat();
-        let values = gpu.stream.clone_htod(&flat(values)).map_err(gpu_error)?;
+        let values = gpu
+            .stream
+            .clone_htod(&flat(values))
+            .call("copying to the device")?;
         let times = times
-            .map(|t| gpu.stream.clone_htod(&flat(t)).map_err(gpu_error))
+            .map(|t| {
+                gpu.stream
+                    .clone_htod(&flat(t))
+                    .call("copying to the device")
+            })
             .transpose()?;
         let streams = (0..STREAMS)
-            .map(|_| gpu.context.new_stream().map_err(gpu_error))
+            .map(|_| gpu.context.new_stream().call("creating a stream"))
             .collect::<Result<_>>()?;
         // The other streams read the samples.
         wait_stream(&gpu.stream, "the long-pair passes of a path")?;
@@ -131,7 +138,7 @@ impl<T: Float> DevicePathPair<T> {
             .iter()
             .flat_map(|(_, range)| [0, range.len() as u64])
             .collect();
-        let offsets = stream.clone_htod(&offsets).map_err(gpu_error)?;
+        let offsets = stream.clone_htod(&offsets).call("copying to the device")?;
         let offsets_at = offsets.device_ptr(stream).0 as *const u64;
         let set = |k: usize| {
             let (which, range) = &launched[k];
@@ -150,7 +157,9 @@ impl<T: Float> DevicePathPair<T> {
             }
         };
         let (rows, cols) = (launched[0].1.len(), launched[1].1.len());
-        let last_row = stream.alloc_zeros::<T>(cols + 1).map_err(gpu_error)?;
+        let last_row = stream
+            .alloc_zeros::<T>(cols + 1)
+            .call("allocating device memory")?;
         let last_row_at = last_row.device_ptr(stream).0 as *mut T;
         let run = enqueue_pipelined(
             gpu,
@@ -181,7 +190,10 @@ struct QueuedPass<T> {
 fn finish<T: Float>(queued: &mut Vec<QueuedPass<T>>, columns: &mut Vec<Vec<T>>) -> Result<()> {
     for pass in queued.drain(..) {
         pass.run.value(&pass.stream)?;
-        let mut column = pass.stream.clone_dtoh(&pass.last_row).map_err(gpu_error)?;
+        let mut column = pass
+            .stream
+            .clone_dtoh(&pass.last_row)
+            .call("copying to the host")?;
         column.remove(0);
         columns.push(column);
     }

@@ -285,7 +285,7 @@ impl Sizes {
         let pairs = plan.tiles().map(Tile::pairs).max().unwrap_or(0);
         let bytes_per_pair = workspace_per_pair * size_of::<T>();
         if bytes_per_pair > caps.workspace_bytes {
-            return Err(Error::Gpu(format!(
+            return Err(Error::gpu_memory(format!(
                 "a series of {longest} samples needs {bytes_per_pair} bytes of workspace, over the {} available",
                 caps.workspace_bytes
             )));

@@ -95,7 +95,7 @@ pub(crate) fn chunks(
     for k in 0..pairs {
         let size = bytes(k);
         if per_chunk + size > budget {
-            return Err(Error::Gpu(format!(
+            return Err(Error::gpu_memory(format!(
                 "pair {k} needs {} bytes of device memory for {what}, over the {budget} available",
                 per_chunk + size
             )));

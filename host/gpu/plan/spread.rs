@@ -4,7 +4,7 @@
 //! [`spread`]: blocks `0..count` handed out from one shared queue, each
 //! worker on a thread of its own taking the next block when it is done with
 //! the last, so a slower or busier worker takes fewer. A worker whose block
-//! fails with a device error ([`Error::Gpu`]) stops, and its block goes back
+//! fails with a device error ([`Error::is_gpu_failure`]) stops, and its block goes back
 //! to the queue for the others; the call fails only when every worker has
 //! failed, or at once on any other error (bad input, an overflow, an
 //! interruption: the same on every worker). Errors name the worker.
@@ -27,12 +27,13 @@ pub(crate) struct Share {
 
 /// `error` with the worker's `name` in front, if it is a device error (and
 /// does not name it already).
-pub(crate) fn named(error: Error, name: &str) -> Error {
-    match error {
-        Error::Gpu(message) if message.starts_with(name) => Error::Gpu(message),
-        Error::Gpu(message) => Error::Gpu(format!("{name}: {message}")),
-        other => other,
+pub(crate) fn named(mut error: Error, name: &str) -> Error {
+    if let Some(text) = error.gpu_failure_text() {
+        if !text.starts_with(name) {
+            *text = format!("{name}: {text}");
+        }
     }
+    error
 }
 
 /// The queue's state, under one lock.
@@ -133,21 +134,23 @@ where
                     done.blocks.push(block);
                     done.time += elapsed;
                 }
-                Err(Error::Gpu(message)) if state.alive > 1 => {
+                Err(error) if error.is_gpu_failure() && state.alive > 1 => {
                     state.alive -= 1;
                     state.retry.push(block);
-                    state.failures.push(format!("{}: {message}", name(worker)));
+                    state.failures.push(named(error, &name(worker)).to_string());
                     changed.notify_all();
                     return done;
                 }
                 Err(error) => {
-                    let error = match named(error, &name(worker)) {
-                        Error::Gpu(last) if !state.failures.is_empty() => Error::Gpu(format!(
-                            "{last}; the other GPUs failed before: {}",
-                            state.failures.join("; ")
-                        )),
-                        other => other,
-                    };
+                    let mut error = named(error, &name(worker));
+                    if let Some(last) = error.gpu_failure_text() {
+                        if !state.failures.is_empty() {
+                            *last = format!(
+                                "{last}; the other GPUs failed before: {}",
+                                state.failures.join("; ")
+                            );
+                        }
+                    }
                     state.fatal.get_or_insert(error);
                     changed.notify_all();
                     return done;
@@ -288,7 +291,7 @@ mod tests {
     }
 
     fn out_of_memory() -> Error {
-        Error::Gpu("out of memory".into())
+        Error::gpu_memory("a block needs more than the budget")
     }
 
     /// How many blocks each share holds.
@@ -366,15 +369,19 @@ mod tests {
     fn the_call_fails_naming_the_gpu_when_all_fail() {
         let mut one = vec![fake(0, 0)];
         one[0].fail_after = Some((3, out_of_memory));
-        let error = run(&mut one, 10).0.unwrap_err().to_string();
-        assert!(error.contains("GPU 0 (fake): out of memory"), "{error}");
+        let error = run(&mut one, 10).0.unwrap_err();
+        assert!(matches!(error, Error::GpuOutOfMemory { .. }), "{error}");
+        let error = error.to_string();
+        assert!(error.contains("GPU 0 (fake): a block needs"), "{error}");
 
         let mut two = vec![fake(0, 1), fake(1, 1)];
         two[0].fail_after = Some((1, out_of_memory));
         two[1].fail_after = Some((4, out_of_memory));
-        let error = run(&mut two, 50).0.unwrap_err().to_string();
-        assert!(error.contains("GPU 1 (fake): out of memory"), "{error}");
-        assert!(error.contains("GPU 0 (fake): out of memory"), "{error}");
+        let error = run(&mut two, 50).0.unwrap_err();
+        assert!(matches!(error, Error::GpuOutOfMemory { .. }), "{error}");
+        let error = error.to_string();
+        assert!(error.contains("GPU 1 (fake): a block needs"), "{error}");
+        assert!(error.contains("GPU 0 (fake): a block needs"), "{error}");
     }
 
     #[test]

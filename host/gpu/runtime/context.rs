@@ -4,12 +4,13 @@
 //! launches it ([`Gpu::launch`]). Every launcher of `matrix`, `paired`,
 //! `paths` and `launch` takes a `&Gpu`.
 
-use super::device::{driver_error, gpu_error, list_gpus, GpuInfo, MemoryPool};
+use super::device::{driver_error, list_gpus, GpuInfo, MemoryPool};
 use super::pinned::PinnedPool;
-use super::ptx::{embedded_ptx, entry_module, kernels_build_error, module_parts};
+use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::setup::{timed, SetupKind};
 use super::streamed_values_state::StreamedState;
 use super::wait::wait_stream;
+use crate::error::DriverCall;
 use crate::{Error, Float, GpuSet, Result};
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{
@@ -124,7 +125,8 @@ fn counted_gpus(count: usize) -> String {
 }
 
 /// A kernel loaded, or why it could not be.
-type Loaded = std::result::Result<CudaFunction, String>;
+/// The error: what failed, and the driver's error if the driver failed.
+type Loaded = std::result::Result<CudaFunction, (String, Option<driver::DriverError>)>;
 
 /// Each device the driver reports, opened on first use (or why there are
 /// none to open).
@@ -280,7 +282,9 @@ impl Gpu {
             since: Instant::now(),
             total: &self.busy_nanos,
         };
-        self.context.bind_to_thread().map_err(gpu_error)?;
+        self.context
+            .bind_to_thread()
+            .call("binding the context to the thread")?;
         let budget = match memory_budget {
             Some(bytes) => bytes,
             None => free_budget()?,
@@ -361,7 +365,10 @@ impl Gpu {
             .clone();
         slot.get_or_init(|| self.load(id))
             .clone()
-            .map_err(Error::Gpu)
+            .map_err(|(call, source)| match source {
+                Some(source) => Error::driver(call, source),
+                None => Error::GpuFailure(call),
+            })
     }
 
     /// JIT-compiles every kernel of the catalogue now, as one module (one
@@ -374,46 +381,15 @@ impl Gpu {
     /// alone. An error if the PTX does not load or lacks a kernel of the
     /// catalogue.
     pub fn load_kernels(&self) -> Result<()> {
-        let failed = |e: driver::DriverError| Error::Gpu(format!("loading the kernels: {e}"));
         let ordinal = Some(self.info.ordinal);
-        let parts = std::env::var("TIMEWARP_JIT_PARTS")
-            .ok()
-            .and_then(|parts| parts.parse::<usize>().ok())
-            .unwrap_or(1);
-        let modules: Vec<Arc<CudaModule>> = if parts <= 1 {
-            let module = timed(SetupKind::ModuleLoad, ordinal, "every kernel", || {
-                self.context.load_module(Ptx::from_src(embedded_ptx()))
-            });
-            vec![module.map_err(failed)?]
-        } else {
-            let texts = module_parts(parts);
-            let loaded: Vec<_> = std::thread::scope(|scope| {
-                let threads: Vec<_> = texts
-                    .into_iter()
-                    .map(|text| {
-                        scope.spawn(move || {
-                            self.context.bind_to_thread()?;
-                            self.context.load_module(Ptx::from_src(text))
-                        })
-                    })
-                    .collect();
-                threads.into_iter().map(|thread| thread.join()).collect()
-            });
-            let mut modules = Vec::with_capacity(loaded.len());
-            for module in loaded {
-                let module = module.map_err(|_| Error::Gpu("a kernel loader panicked".into()))?;
-                modules.push(module.map_err(failed)?);
-            }
-            modules
-        };
+        let module = timed(SetupKind::ModuleLoad, ordinal, "every kernel", || {
+            self.context.load_module(Ptx::from_src(embedded_ptx()))
+        })
+        .call("loading the kernels")?;
         for id in KernelId::all() {
-            let name = id.to_string();
-            let found = modules
-                .iter()
-                .find_map(|module| module.load_function(&name).ok());
-            let function = found.ok_or_else(|| {
-                Error::Gpu(format!("loading the kernels: the PTX has no kernel {name}"))
-            })?;
+            let function = module
+                .load_function(&id.to_string())
+                .call(&format!("loading kernel {id}"))?;
             let slot = self
                 .functions
                 .lock()
@@ -429,14 +405,14 @@ impl Gpu {
 
     /// Kernel `id` JIT-compiled from its module of the embedded PTX (or
     /// read from the driver's cache of earlier compilations).
-    fn load(&self, id: KernelId) -> std::result::Result<CudaFunction, String> {
+    fn load(&self, id: KernelId) -> Loaded {
         let name = id.to_string();
-        let failed = |e: driver::DriverError| format!("kernel {name}: {e}");
+        let failed = |e: driver::DriverError| (format!("loading kernel {name}"), Some(e));
         let ordinal = Some(self.info.ordinal);
         let text = timed(SetupKind::ModuleText, ordinal, &name, || {
             entry_module(&name)
         })
-        .ok_or_else(|| format!("the embedded PTX has no kernel {name}"))?;
+        .ok_or_else(|| (format!("the embedded PTX has no kernel {name}"), None))?;
         let module: Arc<CudaModule> = timed(SetupKind::ModuleLoad, ordinal, &name, || {
             self.context.load_module(Ptx::from_src(text))
         })
@@ -446,7 +422,10 @@ impl Gpu {
 
     /// A device attribute.
     pub(crate) fn attribute(&self, attribute: CUdevice_attribute) -> Result<usize> {
-        Ok(self.context.attribute(attribute).map_err(gpu_error)? as usize)
+        Ok(self
+            .context
+            .attribute(attribute)
+            .call("reading a device attribute")? as usize)
     }
 
     /// Warp schedulers of the device: four an SM (every architecture the
@@ -472,7 +451,7 @@ impl Gpu {
         let function = self.function(id)?;
         let limit = self.max_shared_bytes()?;
         if shared > limit {
-            return Err(Error::Gpu(format!(
+            return Err(Error::GpuFailure(format!(
                 "kernel {id} needs {shared} bytes of shared memory per block, over the device's {limit}"
             )));
         }
@@ -482,9 +461,11 @@ impl Gpu {
                     CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     shared as i32,
                 )
-                .map_err(gpu_error)?;
+                .call("allowing a kernel more shared memory")?;
         }
-        let threads = function.max_threads_per_block().map_err(gpu_error)? as usize;
+        let threads = function
+            .max_threads_per_block()
+            .call("reading a kernel attribute")? as usize;
         Ok((function, threads))
     }
 
@@ -515,7 +496,9 @@ impl Gpu {
         } else {
             builder.launch(config)
         };
-        launched.map(|_| ()).map_err(gpu_error)
+        launched
+            .map(|_| ())
+            .map_err(|source| Error::launch("launching a kernel", source))
     }
 
     /// Launches `function` on the GPU's stream on `blocks` blocks of
@@ -555,7 +538,11 @@ impl Gpu {
 /// of it, leaving room for what the driver and other users allocate
 /// meanwhile.
 fn free_budget() -> Result<usize> {
-    Ok(driver::mem_get_info().map_err(gpu_error)?.0 / 4 * 3)
+    Ok(driver::mem_get_info()
+        .call("reading the free device memory")?
+        .0
+        / 4
+        * 3)
 }
 
 /// Fill a fresh output with NaN (all bits set), so a pair the kernel failed
@@ -579,7 +566,7 @@ pub(crate) unsafe fn poison_bytes(
     pointer: sys::CUdeviceptr,
     bytes: usize,
 ) -> Result<()> {
-    driver::memset_d8_async(pointer, 0xff, bytes, stream.cu_stream()).map_err(gpu_error)
+    driver::memset_d8_async(pointer, 0xff, bytes, stream.cu_stream()).call("filling device memory")
 }
 
 /// The one kernel parameter, a `#[repr(C)]` struct shared with the device

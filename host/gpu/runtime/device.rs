@@ -33,11 +33,6 @@ impl GpuInfo {
     }
 }
 
-/// A failing driver call, as the crate's error.
-pub(crate) fn gpu_error(error: driver::DriverError) -> crate::Error {
-    crate::Error::Gpu(error.to_string())
-}
-
 pub(crate) fn driver_error(what: &str) -> impl Fn(driver::DriverError) -> String + '_ {
     move |e| format!("{what}: {e}")
 }

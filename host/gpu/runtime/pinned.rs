@@ -3,10 +3,10 @@
 //! that come back through it; an upload's values go through it too
 //! ([`crate::gpu::transfer::staged_copy`]).
 
-use super::device::gpu_error;
 use super::setup::{timed, SetupKind};
 use super::wait::wait_stream;
 use crate::gpu::plan::matrix_tiles::{SLOTS, STAGING_BYTES};
+use crate::error::DriverCall;
 use crate::{Float, Result};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, PinnedHostSlice};
 use std::mem::size_of;
@@ -45,7 +45,9 @@ impl PinnedPool {
         if state.streams.len() < SLOTS {
             timed(SetupKind::Streams, Some(context.ordinal()), "", || {
                 while state.streams.len() < SLOTS {
-                    state.streams.push(context.new_stream().map_err(gpu_error)?);
+                    state
+                        .streams
+                        .push(context.new_stream().call("creating a stream")?);
                 }
                 Ok::<_, crate::Error>(())
             })?;
@@ -91,8 +93,8 @@ impl PinnedPool {
             // SAFETY: u8 is valid whatever the memory holds.
             unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }
         })
-        .map_err(gpu_error)?;
-        let pointer = slice.as_mut_ptr().map_err(gpu_error)?;
+        .call("allocating page-locked host memory")?;
+        let pointer = slice.as_mut_ptr().call("mapping page-locked host memory")?;
         Ok(Pinned {
             slice,
             pointer,
@@ -189,7 +191,7 @@ pub(crate) fn outputs_to_host<T: Float>(
             .map(|&(start, len)| {
                 stream
                     .clone_dtoh(&results.slice(start..start + len))
-                    .map_err(gpu_error)
+                    .call("copying to the host")
             })
             .collect();
     }
@@ -200,7 +202,7 @@ pub(crate) fn outputs_to_host<T: Float>(
         let host = pinned.values_mut::<T>(end);
         stream
             .memcpy_dtoh(&results.slice(..end), host)
-            .map_err(gpu_error)
+            .call("copying to the host")
             .and_then(|()| wait_stream(stream, "the copy of results to the host"))
     };
     // SAFETY: the copy is done (or failed, and its values are not used).

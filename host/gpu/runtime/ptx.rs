@@ -79,37 +79,6 @@ pub(crate) fn entry_module(entry: &str) -> Option<String> {
     )
 }
 
-/// The embedded PTX cut into `parts` modules of about equal size, each the
-/// shared declarations and a share of the entry points (largest first,
-/// each to the smallest part so far): modules that the driver can compile
-/// on several threads at once.
-pub(crate) fn module_parts(parts: usize) -> Vec<String> {
-    let mut entries: Vec<(usize, usize)> = embedded::PTX_ENTRIES
-        .iter()
-        .map(|&(_, start, end)| (start, end))
-        .collect();
-    entries.sort_by_key(|&(start, end)| std::cmp::Reverse(end - start));
-    let mut groups: Vec<(usize, Vec<(usize, usize)>)> = vec![(0, Vec::new()); parts.max(1)];
-    for entry in entries {
-        let smallest = groups.iter_mut().min_by_key(|(size, _)| *size);
-        let (size, members) = smallest.expect("at least one part");
-        *size += entry.1 - entry.0;
-        members.push(entry);
-    }
-    groups
-        .into_iter()
-        .filter(|(_, members)| !members.is_empty())
-        .map(|(_, mut members)| {
-            members.sort_unstable();
-            let mut text = String::new();
-            for &(start, end) in embedded::PTX_SHARED.iter().chain(&members) {
-                text.push_str(&embedded::PTX[start..end]);
-            }
-            text
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::ptx_index::{

@@ -13,6 +13,7 @@ use super::context::{Busy, Gpu};
 use crate::gpu::plan::count_ranges;
 use crate::gpu::plan::spread::{named, spread};
 use crate::{Error, Result};
+use crate::error::DriverCall;
 use std::cell::Cell;
 
 thread_local! {
@@ -93,11 +94,11 @@ pub(crate) fn armed_faults(gpus: &[&'static Gpu]) -> Vec<Option<usize>> {
 pub(crate) fn enter(gpu: &Gpu, fault_after: &mut Option<usize>, done: usize) -> Result<()> {
     if *fault_after == Some(done) {
         *fault_after = None;
-        return Err(Error::Gpu("injected fault (test hook)".into()));
+        return Err(Error::GpuFailure("injected fault (test hook)".into()));
     }
     gpu.context
         .bind_to_thread()
-        .map_err(super::device::gpu_error)
+        .call("binding the context to the thread")
 }
 
 /// A paired computation of `pairs` pairs on one GPU, with the test hook's

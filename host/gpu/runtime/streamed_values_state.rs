@@ -3,7 +3,7 @@
 //! `paired::streamed_values`, which takes the GPU, so that the two depend
 //! one way.
 
-use super::device::gpu_error;
+use crate::error::DriverCall;
 use crate::Result;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr};
 use std::collections::HashMap;
@@ -31,7 +31,9 @@ impl StreamedState {
     /// The device addresses of the kernel's `relayed` and `through` words.
     pub(crate) fn words(&self, stream: &Arc<CudaStream>) -> Result<(u64, u64)> {
         if self.words.get().is_none() {
-            let words = stream.alloc_zeros::<u64>(2).map_err(gpu_error)?;
+            let words = stream
+                .alloc_zeros::<u64>(2)
+                .call("allocating device memory")?;
             // The caller holds the GPU: no other call sets it meanwhile.
             let _ = self.words.set(words);
         }
@@ -62,7 +64,7 @@ impl StreamedState {
         }
         let blocks = function
             .occupancy_max_active_blocks_per_multiprocessor(threads as u32, shared, None)
-            .map_err(gpu_error)? as usize;
+            .call("querying the occupancy of a kernel")? as usize;
         known.insert((id, shared), blocks);
         Ok(blocks)
     }

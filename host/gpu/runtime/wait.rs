@@ -5,7 +5,7 @@
 //! so a launch always ends; the host's bound is the second line, for a
 //! GPU that stopped.
 
-use super::device::gpu_error;
+use crate::error::DriverCall;
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaEvent, CudaStream, DriverError};
 use std::sync::{Arc, OnceLock};
@@ -49,7 +49,8 @@ fn poll(
     let started = Instant::now();
     let bound = device_wait_bound();
     loop {
-        if done().map_err(gpu_error)? {
+        // The call's name is made only on an error: this loop spins.
+        if done().map_err(|e| Error::driver(format!("waiting for {kernel}"), e))? {
             return Ok(());
         }
         let waited = started.elapsed();
@@ -75,7 +76,10 @@ fn poll(
 /// Waits until everything queued on `stream` is done (the work of
 /// `kernel`, named in the error if the wait passes its bound).
 pub(crate) fn wait_stream(stream: &CudaStream, kernel: &str) -> Result<()> {
-    stream.context().bind_to_thread().map_err(gpu_error)?;
+    stream
+        .context()
+        .bind_to_thread()
+        .call("binding the context to the thread")?;
     poll(kernel, || {
         // SAFETY: the stream is alive (borrowed).
         match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
@@ -87,7 +91,10 @@ pub(crate) fn wait_stream(stream: &CudaStream, kernel: &str) -> Result<()> {
 
 /// Waits until the work recorded in `event` is done.
 pub(crate) fn wait_event(event: &CudaEvent, kernel: &str) -> Result<()> {
-    event.context().bind_to_thread().map_err(gpu_error)?;
+    event
+        .context()
+        .bind_to_thread()
+        .call("binding the context to the thread")?;
     poll(kernel, || event.try_is_complete())
 }
 
@@ -98,7 +105,7 @@ pub(crate) fn check_fault_word(
     word: &cudarc::driver::CudaView<'_, u32>,
     kernel: &str,
 ) -> Result<()> {
-    let fault = stream.clone_dtoh(word).map_err(gpu_error)?;
+    let fault = stream.clone_dtoh(word).call("copying to the host")?;
     if fault.iter().any(|&f| f != 0) {
         return Err(Error::DeviceWait {
             kernel: kernel.to_string(),

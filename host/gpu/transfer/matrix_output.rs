@@ -246,7 +246,7 @@ mod tests {
             let error = output.into_matrix().unwrap_err();
             if nan.is_some() {
                 assert!(
-                    matches!(&error, Error::Gpu(m) if m.contains("unwritten")),
+                    matches!(&error, Error::GpuFailure(m) if m.contains("unwritten")),
                     "{error}"
                 );
             } else {
@@ -262,7 +262,7 @@ mod tests {
         unwritten.place(&tile(1..2, 0..2, false), &[f32::NAN, 3.0]);
         let error = unwritten.into_matrix().unwrap_err();
         assert!(
-            matches!(&error, Error::Gpu(message) if message.contains("unwritten")),
+            matches!(&error, Error::GpuFailure(message) if message.contains("unwritten")),
             "{error}"
         );
         let overflowed = Output::<f64>::new((1, 3)).unwrap();

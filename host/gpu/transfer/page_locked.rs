@@ -26,7 +26,7 @@ impl<T: Float> SeriesSet<T> {
     /// Errors: no usable GPU ([`Error::GpuUnavailable`]: page-locked memory
     /// is the driver's to give; a batch stays in ordinary memory only by
     /// not calling this), or the driver refusing the allocation
-    /// ([`Error::Gpu`]).
+    /// ([`Error::GpuOutOfMemory`], or another GPU error).
     pub fn into_page_locked(self) -> Result<Self> {
         let gpu = Gpu::first(GpuSet::all()).map_err(|error| match error {
             Error::GpuUnavailable(reason) => Error::GpuUnavailable(format!(
@@ -37,7 +37,7 @@ impl<T: Float> SeriesSet<T> {
         self.with_page_locked(|values| {
             PageLocked::copy_of(&gpu.context, values).map_err(|e| {
                 let bytes = std::mem::size_of_val(values);
-                Error::Gpu(format!("page-locking {bytes} bytes of host memory: {e}"))
+                Error::driver(format!("page-locking {bytes} bytes of host memory"), e)
             })
         })
     }

@@ -8,9 +8,9 @@ use super::staged_copy::{stage_and_copy, Staging};
 use crate::gpu::plan::layout::Layout;
 use crate::gpu::plan::paired_shapes::{lengths_range, Shapes};
 use crate::gpu::runtime::context::Gpu;
-use crate::gpu::runtime::device::gpu_error;
 use crate::gpu::runtime::pinned::{keeps, Pinned, PinnedPool};
 use crate::gpu::runtime::wait::wait_stream;
+use crate::error::DriverCall;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use std::marker::PhantomData;
@@ -371,7 +371,8 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
     let allocate = || -> Result<CudaSlice<u8>> {
         // SAFETY: every byte of the images is copied in below before any
         // kernel reads it.
-        let allocation = unsafe { stream.alloc::<u8>(total.max(1)) }.map_err(gpu_error)?;
+        let allocation =
+            unsafe { stream.alloc::<u8>(total.max(1)) }.call("allocating device memory")?;
         base_at.set(allocation.device_ptr(stream).0);
         Ok(allocation)
     };
@@ -383,7 +384,8 @@ pub(crate) fn upload_ranges_with<'g, T: Float, R>(
         // copy from pageable memory has read `bytes` when it returns; one
         // from page-locked memory (a batch's, or the staging buffer) ends
         // before they may be dropped (`page_locked`).
-        unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }.map_err(gpu_error)
+        unsafe { driver::memcpy_htod_async(to, bytes, stream.cu_stream()) }
+            .call("copying to the device")
     };
     let mut allocated = None;
     let mut staging = None;

@@ -253,7 +253,8 @@ fn gpu_soft_dtw_alignment_over_the_budget_is_refused() {
     // 2 x 1000^2 f32 values: 8 MiB.
     let error = soft_dtw_alignment(x.view(), x.view(), soft(1.0, None), &options).unwrap_err();
     assert!(
-        matches!(error, Error::Gpu(_)) && error.to_string().contains("needs 8 MiB"),
+        matches!(error, Error::GpuOutOfMemory { source: None, .. })
+            && error.to_string().contains("needs 8 MiB"),
         "{error}"
     );
 }

@@ -177,7 +177,9 @@ fn tiled_shapes() {
     assert_eq!(stripe(Measure::Dtw, 1 << 20, true), (16, 2));
     assert_eq!(stripe(Measure::Dtw, 1 << 20, false), (16, 2));
     // A failing query is the caller's error.
-    let failed = tiled_stripe(Measure::Twed, 1 << 20, |_| Err(Error::Gpu("no".into())));
+    let failed = tiled_stripe(Measure::Twed, 1 << 20, |_| {
+        Err(Error::GpuFailure("no".into()))
+    });
     assert!(failed.is_err());
     assert_eq!(local_max_len(), 1024);
     assert_eq!(
@@ -225,7 +227,7 @@ fn gradient_shapes() {
     assert_eq!(crowded(512), (Some((1, 16)), vec![(4, 4)]));
     assert_eq!(crowded(700), (Some((4, 8)), vec![]));
     let failing = gradient_shape(soft, None, 300, |_| {
-        Err(crate::Error::Gpu("no occupancy".into()))
+        Err(crate::Error::GpuFailure("no occupancy".into()))
     });
     assert!(failing.is_err());
     // Past the widest panels, the stencil driver.
