@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A whole GPU session: the tests, the CLI on GunPoint, the ptxas report,
+# A whole GPU run: the tests, the CLI on GunPoint, the ptxas report,
 # the bench workloads and criterion, each part optional. On the CPU machine:
 #   ../shared/tools/stage-gpu --benches --bin timewarp
 # then, with the device tool (carry .gpu and target/release/timewarp, which
