@@ -13,6 +13,27 @@ from typing import Any, Literal, Optional, Sequence, TypeVar, Union, final, over
 import numpy as np
 from numpy.typing import NDArray
 
+__all__ = [
+    "TimewarpError",
+    "InputError",
+    "GpuError",
+    "OutOfMemoryError",
+    "GpuOutOfMemoryError",
+    "FileError",
+    "__version__",
+    "cdist",
+    "soft_dtw_pairs",
+    "soft_dtw_pairs_cuda",
+    "soft_dtw_cuda_output_len",
+    "load",
+    "dtw_path",
+    "twed_path",
+    "soft_dtw_alignment",
+    "info",
+    "gpu_available",
+    "Resident",
+]
+
 __version__: str
 
 # The precision of a call: float32 in, float32 out; float64 likewise.
