@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The path of long random pairs with `timewarp align` (f32, no band): the
-# figures of docs/benchmarks.md's alignment section. Usage:
-#   benches/align_bench.sh TIMEWARP [LENGTH...]   (default 65536 262144 1048576)
+# figures of docs/benchmarks.md's "Paths" section. Usage:
+#   bash benches/align_bench.sh TIMEWARP [LENGTH...]   (default 65536 262144 1048576)
 # METRIC=twed aligns with TWED instead of DTW (default dtw); with TIMES=1,
 # TWED's samples get irregular timestamps (--times-a/--times-b).
 # Needs python3 with numpy for the data. Each length runs twice: the first

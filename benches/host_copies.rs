@@ -9,8 +9,8 @@
 //! call waits `--gap-us` first (the kernel a call waits for, during which
 //! idle threads fall asleep), so the figures include waking the threads.
 //! Prints median and 10th-percentile times in us, the gap subtracted;
-//! `docs/benchmarks.md` (fourteenth to seventeenth sessions) has this
-//! machine's figures and what the uploads took from them.
+//! `docs/benchmarks.md` ("Uploads from ordinary memory") has the
+//! figures, and the choices of the library's uploads that follow from them.
 //!
 //! The pinned buffer is write-combined, as the library's staging buffers,
 //! or with `--cached` cached (write-back) pinned memory: non-temporal stores

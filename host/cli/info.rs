@@ -15,7 +15,7 @@ Examples:
   GPU 1: NVIDIA H200, compute capability 9.0, 139.8 GiB, usable, used by default
   CPU threads: 16
 
-  # The embedded PTX, e.g. for `ptxas -v` (benches/ptxas_report.sh)
+  # The embedded PTX, e.g. for `ptxas -v` (tools/ptxas_report.sh)
   $ timewarp info --dump-ptx kernels.ptx
 
 Commands compute on every usable GPU unless --gpus names some (--gpus 0,1).

@@ -62,7 +62,9 @@ pub(super) fn narrow_window<T: Float, R: Recurrence<T>>(
 /// The share of a pair's cells below which a latency-bound measure's pair
 /// takes the rows instead of the anti-diagonals: a row's cells wait on each
 /// other, so a cell costs more there than on an anti-diagonal, but the rows
-/// skip the cells outside the window (the crossover: docs/benchmarks.md).
+/// skip the cells outside the window (Soft-DTW: about 24 ns a cell on the
+/// rows, 16 ns on an anti-diagonal and 1.3 ns one outside the window
+/// there, so the rows win below about a sixth of the cells).
 pub(super) const NARROW_FOR_ONE_PAIR: f64 = 1.0 / 8.0;
 
 /// Values [`one_pair`] needs for series up to `a_len` and `b_len` samples.

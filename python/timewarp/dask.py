@@ -50,7 +50,7 @@ __all__ = ["block_rule", "cdist", "knn"]
 # dynamic-programming cells (pairs x length_a x length_b):
 
 #: Cells a tile aims at on a GPU: 2^40, about 0.25 s of f32 DTW on an H200
-#: (4.5 TCUPS at L = 512, docs/benchmarks.md), seconds of Soft-DTW.
+#: (DTW reaches about 4.5 TCUPS at L = 512), seconds of Soft-DTW.
 GPU_TILE_CELLS = 2**40
 #: Cells a tile aims at on a CPU worker: 2^31, about a second of DTW on a
 #: few cores.

@@ -1218,7 +1218,7 @@ fn gpu_distance_matches_cpu_on_multivariate_sets() {
     }
 }
 
-/// benches/ptxas_report.sh's parser (the GPU machine runs ptxas; here a
+/// tools/ptxas_report.sh's parser (the GPU machine runs ptxas; here a
 /// hand-written `ptxas -v` log in the formats ptxas prints).
 #[test]
 fn ptxas_report_parses_ptxas_output() {
@@ -1238,7 +1238,7 @@ ptxas info    : Used 255 registers, used 1 barriers, 2048 bytes smem, 456 bytes 
 ptxas info    : Compiling entry function 'soft_dtw_naive_f64' for 'sm_90'
 ptxas info    : Used 64 registers, 368 bytes cmem[0]
 ";
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ptxas_report.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/ptxas_report.sh");
     let output = Command::new("bash")
         .arg(&script)
         .args(["--from-log", "-"])

@@ -141,8 +141,8 @@ impl<'a> Image<'a> {
 /// `dst.copy_from_slice(src)` with stores that bypass the CPU's caches
 /// where the CPU has them (x86-64): staging memory is written once and then
 /// read by the GPU's copy engine, which reads lines from memory much faster
-/// than lines the CPU still holds modified in its caches
-/// (`docs/benchmarks.md`, fourteenth session).
+/// than lines the CPU still holds modified in its caches (1 MiB staged by
+/// 4 threads and copied: 77 us with plain stores, 63 us with these).
 pub fn stream_copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "stream_copy: equal lengths");
     #[cfg(target_arch = "x86_64")]

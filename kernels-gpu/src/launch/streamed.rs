@@ -9,8 +9,8 @@
 //! One warp more than pairs, the launch's last, reads the host's count (a
 //! load across the bus each time) and hands it on to the others in device
 //! memory, where their waiting costs the bus nothing (a thousand warps
-//! reading host memory over and over slow the bus down to a crawl,
-//! `docs/benchmarks.md`, twenty-third session). The device words it uses
+//! reading host memory over and over ended a kernel about 970 us after
+//! the host's last write, 64 warps about 55 us). The device words it uses
 //! are kept from launch to launch, so that none is allocated or zeroed for
 //! a call: the count it hands on carries the launch's number, and it zeroes
 //! the count of warps through before it hands any count on. The warp that

@@ -151,7 +151,7 @@ fn default_variants() {
 #[test]
 fn tiled_shapes() {
     // The warps an SM held of each kernel on an H200 (ncu's register
-    // limit, ninth session): (stripe, f32, f64).
+    // limit): (stripe, f32, f64).
     let held = |measure| match measure {
         Measure::Twed => [(4, 20, 16), (8, 16, 8)],
         _ => [(4, 24, 20), (16, 16, 12)],

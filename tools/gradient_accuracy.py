@@ -3,7 +3,7 @@
 reference (mpmath, 60 digits, the same recurrences): per gamma, the
 largest error relative to the largest gradient entry, the largest
 entrywise relative error, and timewarp's entrywise disagreement with
-tslearn. Run: python benches/gradient_accuracy.py [length] [cases]
+tslearn. Run: python tools/gradient_accuracy.py [length] [cases]
 (docs/python.md records the figures)."""
 import sys
 import numpy as np

@@ -1,11 +1,11 @@
 """PyTorch's own cost of a custom autograd Function on this host, with no
 timewarp in it: the floor under `timewarp.soft_dtw`'s forward and backward
-(docs/benchmarks.md). A Function that saves a view of one CUDA buffer and
+(docs/history/benchmarks-2026.md). A Function that saves a view of one CUDA buffer and
 multiplies it by the incoming gradient (`View`), one that saves a fresh
 tensor (`Plain`), one that returns it unscaled (`NoMul`), and a plain
 `(x * 1).sum().backward()`; medians in microseconds, one JSON line.
 
-Run on a machine with a GPU: python benches/autograd_floor.py
+Run on a machine with a GPU: python tools/autograd_floor.py
 """
 
 import json

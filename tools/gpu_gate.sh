@@ -10,7 +10,7 @@
 #   pip download dask distributed partd locket tblib zict tornado into .whl
 #     (docs/testing.md, "The GPU gate", has the exact command)
 # then with the device tool: carry [".gpu", ".whl"], command
-#   bash benches/gpu_gate.sh [SECONDS]      (default 170: the gate is 3 minutes)
+#   bash tools/gpu_gate.sh [SECONDS]      (default 170: the gate is 3 minutes)
 # Logs: $OUT/gate-rust.log and $OUT/gate-python.log; the kernels the Rust
 # suite launched: $OUT/kernel-coverage.txt.
 set -u

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The GPU session behind docs/benchmarks.md. On the CPU machine:
+# A whole GPU run: the tests, the CLI on GunPoint, the ptxas report,
+# the bench workloads and criterion, each part optional. On the CPU machine:
 #   ../shared/tools/stage-gpu --benches --bin timewarp
 # then, with the device tool (carry .gpu and target/release/timewarp, which
 # the CLI tests run by its build-time path):
-#   bash benches/gpu_session.sh [tests] [cli] [ptxas] [bench] [criterion]   (default: all)
+#   bash tools/gpu_session.sh [tests] [cli] [ptxas] [bench] [criterion]   (default: all)
 # Logs and JSON land in $OUT.
 set -u
 parts=${*:-tests cli ptxas bench criterion}
@@ -45,7 +46,7 @@ want cli && {
 
 if want ptxas; then
   note "ptxas -v, sm_90"
-  bash benches/ptxas_report.sh | tee "$out/ptxas_report.md" || status=$?
+  bash tools/ptxas_report.sh | tee "$out/ptxas_report.md" || status=$?
 fi
 
 if want bench; then

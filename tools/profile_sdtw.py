@@ -1,9 +1,9 @@
 """Where Soft-DTW forward and backward on CUDA tensors spend their time
-(docs/benchmarks.md): medians in microseconds of an empty call, a trivial
+(docs/history/benchmarks-2026.md): medians in microseconds of an empty call, a trivial
 torch forward and backward, the extension call (values; values and
 gradient), the Python forward without and with a gradient, and forward
 plus backward; then torch.profiler tables. Run on a machine with a GPU:
-python benches/profile_sdtw.py
+python tools/profile_sdtw.py
 """
 
 import time, sys, json

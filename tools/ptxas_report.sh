@@ -6,14 +6,14 @@
 # The GPU machine has ptxas (CUDA toolkit) but no Rust toolchain, so the PTX
 # comes from the staged binary (`timewarp info --dump-ptx`):
 #   on the CPU machine:   ../shared/tools/stage-gpu --bin timewarp
-#   on the GPU machine:   bash benches/ptxas_report.sh          (device tool, carry [".gpu"])
+#   on the GPU machine:   bash tools/ptxas_report.sh          (device tool, carry [".gpu"])
 #
 # Usage:
-#   benches/ptxas_report.sh [--arch sm_NN] [PTX_FILE]
+#   tools/ptxas_report.sh [--arch sm_NN] [PTX_FILE]
 #       PTX_FILE: a PTX file instead of the one .gpu/bin/timewarp embeds
 #       ($TIMEWARP names another binary); ptxas is $PTXAS, else `ptxas` on
 #       PATH, else /usr/local/cuda/bin/ptxas
-#   benches/ptxas_report.sh --from-log LOG
+#   tools/ptxas_report.sh --from-log LOG
 #       only parse a saved `ptxas -v` log (`-`: stdin); tests/cli.rs checks
 #       this parser on a sample
 #

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# issue17_rows.sh: the GPU rows of issue 17 that the column driver's kernels
-# decide (resident DTW against cuDTW++, paired Soft-DTW against
-# pytorch-softdtw-cuda), for one or more builds of `timewarp`, in rounds
-# that alternate the builds, so that builds are compared on one machine in
-# one run. The peers' figures are in ../shared/docs/anchors.md.
+# peer_rows.sh: the GPU rows of docs/benchmarks.md that are compared with
+# cuDTW++ (resident DTW, one query against 2^20 series) and with
+# pytorch-softdtw-cuda (paired Soft-DTW), for one or more builds of
+# `timewarp`, in rounds that alternate the builds, so that builds are
+# compared on one machine in one run (the GPU machines differ by more than
+# most changes gain). The peers' figures are in docs/benchmarks.md.
 #
 # Usage (on the GPU machine, from the tree's root):
-#   bash benches/issue17_rows.sh [--rounds N] [--rows dtw,sdtw] BIN [BIN ...]
+#   bash tools/peer_rows.sh [--rounds N] [--rows dtw,sdtw] BIN [BIN ...]
 # BIN: a `timewarp` binary (stage each with ../shared/tools/stage-gpu --bin,
 # or copy builds of other commits next to it). Writes one JSON array per
 # `bench` call to $OUT/rows.jsonl and a summary table (median seconds of
