@@ -58,6 +58,20 @@ fn an_interrupt_stops_one_long_pair() {
         let result = interrupted(|| timewarp::distance(x.view(), y.view(), metric));
         assert_interrupted(&format!("{metric:?}"), result);
     }
+    // On pools of more threads than the machine may have cores: the
+    // wavefront's workers that wait for a ready tile stop too, and the
+    // call returns.
+    for threads in [3, 8] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        for metric in &metrics[..2] {
+            let result =
+                pool.install(|| interrupted(|| timewarp::distance(x.view(), y.view(), *metric)));
+            assert_interrupted(&format!("{metric:?} on {threads} threads"), result);
+        }
+    }
     // Beyond the paths' workspace: Hirschberg's passes.
     let result = interrupted(|| timewarp::dtw_path(x.view(), y.view(), Dtw::new(), &cpu));
     assert_interrupted("dtw_path", result);
@@ -86,8 +100,15 @@ fn an_interrupt_stops_one_long_pair() {
 
     // The next computation is not interrupted, and equals the pair's value
     // computed alone by the full-matrix oracle.
+    // On 3 threads, the pair (over 2^20 cells) is a wavefront.
     let (a, b) = (series(1100, 0.0), series(1000, 1.0));
-    let value = timewarp::distance(a.view(), b.view(), Metric::Dtw(Dtw::new())).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let value = pool
+        .install(|| timewarp::distance(a.view(), b.view(), Metric::Dtw(Dtw::new())))
+        .unwrap();
     let exact = timewarp::oracle::dtw(a.view(), b.view(), None);
     assert!((value - exact).abs() <= 1e-12 * exact, "{value} vs {exact}");
 }

@@ -12,8 +12,8 @@
 //! instead of waiting on each other.
 //!
 //! A call of fewer pairs than threads computes each long pair on all of
-//! them instead ([`wavefront`]: tiles of the pair's matrix, an
-//! anti-diagonal of tiles at a time), with the same cell updates, so the
+//! them instead ([`wavefront`]: tiles of the pair's matrix, each as soon
+//! as the tiles it reads are done), with the same cell updates, so the
 //! same values.
 
 mod gradient;
