@@ -29,6 +29,10 @@ pub enum Error {
     /// The GPU path was asked for but cannot run here.
     #[error("no usable GPU: {0}")]
     GpuUnavailable(String),
+    /// A computation asked for on the GPU that has no GPU implementation
+    /// yet (it runs on the CPU with `Device::Cpu` or `Device::Auto`).
+    #[error("{0} does not run on the GPU yet: ask for the CPU (Device::Cpu or Device::Auto)")]
+    NotOnGpu(&'static str),
     /// A CUDA driver call failed while computing.
     #[error("GPU error: {0}")]
     Gpu(String),

@@ -13,6 +13,7 @@
 //! | `paths` | alignments: DTW and TWED paths, Soft-DTW's expected alignment, Hirschberg, `align` and plots |
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
+//! | `search` | subsequence search against a brute force; its bounds against the oracle's DTW; its errors |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
 //! | `architecture` | no import cycles, no file over 600 lines |
@@ -33,3 +34,4 @@ mod page_locked;
 mod paired;
 mod paths;
 mod resident;
+mod search;
