@@ -37,12 +37,14 @@
 
 mod bounds;
 mod dtw;
+mod file;
 mod scan;
 mod select;
 mod source;
 mod stats;
 
 pub use bounds::{envelope, lb_keogh, lb_kim};
+pub use file::{read_text, SeriesFile};
 pub use source::SeriesSource;
 
 use crate::{Device, Error, Result};

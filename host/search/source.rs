@@ -2,7 +2,7 @@
 //! its samples out as `f64`, so that a search holds only its units of work
 //! (their starts and `m - 1` samples more) and never the whole series:
 //! arrays in memory, and files read as they are searched
-//! (`formats::MappedSeries`).
+//! ([`super::SeriesFile`]).
 
 use crate::Result;
 use ndarray::ArrayView2;

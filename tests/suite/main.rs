@@ -14,6 +14,7 @@
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
 //! | `search` | subsequence search against a brute force; its bounds against the oracle's DTW; its errors |
+//! | `search_files` | series searched in files read unit by unit (`.npy`, raw), text series |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
 //! | `architecture` | no import cycles, no file over 600 lines |
@@ -35,3 +36,4 @@ mod paired;
 mod paths;
 mod resident;
 mod search;
+mod search_files;
