@@ -14,6 +14,7 @@
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
 //! | `search` | subsequence search against a brute force; its bounds against the oracle's DTW; its errors |
+//! | `search_cli` | `timewarp search` end to end: matches, statistics, outputs, usage errors |
 //! | `search_files` | series searched in files read unit by unit (`.npy`, raw), text series |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
@@ -36,4 +37,5 @@ mod paired;
 mod paths;
 mod resident;
 mod search;
+mod search_cli;
 mod search_files;
