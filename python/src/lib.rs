@@ -7,6 +7,7 @@
 //! for the host's memory, a `MemoryError`.
 
 mod paths;
+mod search;
 
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyReadonlyArray3, ToPyArray};
@@ -703,6 +704,7 @@ fn _timewarp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(paths::dtw_path, m)?)?;
     m.add_function(wrap_pyfunction!(paths::twed_path, m)?)?;
     m.add_function(wrap_pyfunction!(paths::soft_dtw_alignment, m)?)?;
+    m.add_function(wrap_pyfunction!(search::search, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_available, m)?)?;
     m.add_class::<Resident>()?;

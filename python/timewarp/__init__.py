@@ -6,7 +6,8 @@ GPUs and the CPU, with kernels written in Rust.
     >>> d = timewarp.cdist(x, metric="dtw")  # 100 x 100, on the GPU if there is one
 
 `cdist`, `distance`, `soft_dtw` (differentiable for torch tensors),
-`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `load`, `info`;
+`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `search`, `load`,
+`info`;
 `timewarp.dask` (`cdist`, `knn` over a Dask cluster).
 Bad input raises `TimewarpError` (a `ValueError`). Conventions against
 tslearn and aeon: docs/python.md.
@@ -27,6 +28,7 @@ from ._core import (
 )
 from ._inputs import is_torch_tensor
 from ._paths import dtw_path, soft_dtw_alignment, twed_path
+from ._search import search
 from ._timewarp import TimewarpError, __version__
 from .neighbors import KNeighborsClassifier
 
@@ -41,6 +43,7 @@ __all__ = [
     "gpu_available",
     "info",
     "load",
+    "search",
     "soft_dtw",
     "soft_dtw_alignment",
     "soft_dtw_gradient",
