@@ -72,6 +72,10 @@ pub enum Error {
     /// lacks what a variant needs (cooperative launches, shared memory).
     #[error("GPU failure: {0}")]
     GpuFailure(String),
+    /// A computation asked for on the GPU that has no GPU implementation
+    /// yet (it runs on the CPU with `Device::Cpu` or `Device::Auto`).
+    #[error("{0} does not run on the GPU yet: ask for the CPU (Device::Cpu or Device::Auto)")]
+    NotOnGpu(&'static str),
     /// A wait for the device passed its bound: a warp of `kernel` waited
     /// longer than `hw::WAIT_BOUND_NS` for another's value, or the host
     /// waited longer than [`crate::gpu::device_wait_bound`] for the device.

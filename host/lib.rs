@@ -35,6 +35,7 @@
 //   gpu                                 the GPU runtime (kernel crate's catalogue)
 //   backend, resident                   where a computation runs; resident sets
 //   api                                 the public entry points
+//   search                              similarity search (its own cascade, CPU)
 //   oracle, formats, data               independent of all the above but the leaf types
 //   internals                           what tests and benches reach inside
 // The crate root's public names are the user's API, listed by
@@ -56,6 +57,7 @@ mod options;
 pub mod oracle;
 mod resident;
 mod results;
+pub mod search;
 mod series;
 mod storage;
 

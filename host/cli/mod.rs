@@ -13,12 +13,14 @@ mod matrix;
 mod memory;
 mod output;
 mod plot;
+mod search;
 mod target;
 
 pub use target::{describe, options_for, Target};
 
 pub use output::{
-    check_output_path, print, print_csv, progress_bar, set_fraction_done, work_bar, Outputs,
+    check_output_path, counted, print, print_csv, progress_bar, set_fraction_done, work_bar,
+    Outputs,
 };
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -72,6 +74,9 @@ enum Command {
     /// or Soft-DTW's expected alignment, as CSV and as a plot
     #[command(after_help = align::EXAMPLES)]
     Align(align::Args),
+    /// The best places of a query in a long series (DTW, UCR Suite cascade)
+    #[command(after_help = search::EXAMPLES)]
+    Search(search::Args),
     /// Version, GPUs and kernels found, CPU threads
     #[command(after_help = info::EXAMPLES)]
     Info(info::Args),
@@ -89,6 +94,7 @@ pub fn main() -> ExitCode {
         Command::Distance(args) => distance::run(args),
         Command::Knn(args) => knn::run(args),
         Command::Align(args) => align::run(args),
+        Command::Search(args) => search::run(args),
         Command::Info(args) => info::run(args),
         Command::Bench(args) => bench::run(args),
     };
@@ -101,11 +107,6 @@ pub fn main() -> ExitCode {
             ExitCode::from(failure.status)
         }
     }
-}
-
-/// `n` and the noun in its number: "1 distance", "2 distances".
-pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Why a command failed, and its exit status.

@@ -277,6 +277,11 @@ fn time_left(elapsed: std::time::Duration, fraction: f64) -> std::time::Duration
     elapsed.mul_f64((1.0 - fraction) / fraction)
 }
 
+/// `n` and the noun in its number: "1 distance", "2 distances".
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{time_left, Outputs};

@@ -33,6 +33,8 @@ mod ts;
 mod ucr;
 mod write;
 
+pub(crate) use npy::check_header as check_npy_header;
+
 pub use write::{write_csv, write_matrix};
 
 use crate::{Error, Float, Result, SeriesSet};

@@ -110,7 +110,7 @@ const MAX_HEADER_DEPTH: usize = 4;
 ///   (py_literal) backtracks, and its time doubles with each level of
 ///   nested lists, tuples, dictionaries or sets (20 levels of `[` took
 ///   53 s).
-fn check_header(bytes: &[u8]) -> std::result::Result<(), String> {
+pub(crate) fn check_header(bytes: &[u8]) -> std::result::Result<(), String> {
     let Some(rest) = bytes.strip_prefix(b"\x93NUMPY") else {
         return Ok(());
     };

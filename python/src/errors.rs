@@ -22,7 +22,8 @@ pub fn py_error(error: Error) -> PyErr {
         | Error::InvalidInput(_)
         | Error::DimensionMismatch { .. }
         | Error::Overflow { .. }
-        | Error::Parse { .. } => InputError::new_err(message),
+        | Error::Parse { .. }
+        | Error::NotOnGpu(_) => InputError::new_err(message),
         Error::GpuUnavailable(_)
         | Error::Gpu { .. }
         | Error::Launch { .. }

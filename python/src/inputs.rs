@@ -136,7 +136,7 @@ fn series_list<T: Float + numpy::Element>(list: &Bound<'_, PyList>) -> PyResult<
 
 /// `"auto"`, `"cpu"`, `"gpu"` or `"gpu:N"` (`"cuda"` alike): the device,
 /// and the GPUs (every usable one, or GPU `N`).
-fn device(name: &str) -> PyResult<(Device, GpuSet)> {
+pub fn device(name: &str) -> PyResult<(Device, GpuSet)> {
     match name {
         "auto" => return Ok((Device::Auto, GpuSet::all())),
         "cpu" => return Ok((Device::Cpu, GpuSet::all())),

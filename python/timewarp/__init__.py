@@ -6,7 +6,8 @@ GPUs and the CPU, with kernels written in Rust.
     >>> d = timewarp.cdist(x, metric="dtw")  # 100 x 100, on the GPU if there is one
 
 `cdist`, `distance`, `soft_dtw` (differentiable for torch tensors),
-`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `load`, `info`;
+`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `search`, `load`,
+`info`;
 `timewarp.dask` (`cdist`, `knn` over a Dask cluster).
 Errors are `TimewarpError`s, and the builtin exception of their kind:
 `InputError` (a `ValueError`), `GpuError` (a `RuntimeError`),
@@ -38,6 +39,7 @@ from ._errors import (
 )
 from ._inputs import is_torch_tensor
 from ._paths import dtw_path, soft_dtw_alignment, twed_path
+from ._search import search
 from ._timewarp import __version__
 from .neighbors import KNeighborsClassifier
 
@@ -57,6 +59,7 @@ __all__ = [
     "gpu_available",
     "info",
     "load",
+    "search",
     "soft_dtw",
     "soft_dtw_alignment",
     "soft_dtw_gradient",

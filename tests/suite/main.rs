@@ -13,6 +13,9 @@
 //! | `paths` | alignments: DTW and TWED paths, Soft-DTW's expected alignment, Hirschberg, `align` and plots |
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
+//! | `search` | subsequence search against a brute force; its bounds against the oracle's DTW; its errors |
+//! | `search_cli` | `timewarp search` end to end: matches, statistics, outputs, usage errors |
+//! | `search_files` | series searched in files read unit by unit (`.npy`, raw), text series |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
 //! | `every_kernel` | every kernel of the catalogue launched once against the oracle (the sanitizer runs' set) |
@@ -35,3 +38,6 @@ mod page_locked;
 mod paired;
 mod paths;
 mod resident;
+mod search;
+mod search_cli;
+mod search_files;

@@ -6,9 +6,11 @@ mod alignment;
 mod heatmap;
 mod layout;
 mod pixel_text;
+mod search;
 
 pub use alignment::AlignmentFigure;
 pub use heatmap::HeatMap;
+pub use search::SearchFigure;
 
 use super::output::{check_destination, Outputs};
 use super::Failure;

@@ -5,11 +5,11 @@
 //! variants, the paired values of long pairs and the alignment paths'
 //! last columns all launch it.
 
+use crate::error::DriverCall;
 use crate::gpu::plan::select::{forced_name, pipelined_workspace, tiled_stripe};
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
 use crate::gpu::runtime::wait::{check_fault_word, wait_stream};
 use crate::{Error, Float, Result};
-use crate::error::DriverCall;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig};
 use std::mem::size_of;
 use std::ptr::null_mut;

@@ -2,6 +2,7 @@
 //! matrices, in tiles of series whose data and outputs fit the budget;
 //! and the stencil launch that the paired and gradient launchers share.
 
+use crate::error::DriverCall;
 use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
 use crate::gpu::plan::matrix_tiles::TilePlan;
 use crate::gpu::plan::select::block_threads;
@@ -9,7 +10,6 @@ use crate::gpu::plan::MAX_BLOCKS;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies};
-use crate::error::DriverCall;
 use crate::results::zeros;
 use crate::{Float, Result, SeriesSet};
 use ndarray::{s, Array2};

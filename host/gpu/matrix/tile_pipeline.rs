@@ -12,6 +12,7 @@
 //! ([`crate::SeriesSet::into_page_locked`]) stages only its chunks'
 //! offsets: its values are copied to the device straight from the batch.
 
+use crate::error::DriverCall;
 use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
 use crate::gpu::plan::matrix_tiles::{Side, Sizes, Tile, Upload};
 use crate::gpu::runtime::context::{poison_bytes, Gpu};
@@ -20,7 +21,6 @@ use crate::gpu::runtime::wait::{wait_event, wait_stream};
 use crate::gpu::transfer::image_writes::Image;
 use crate::gpu::transfer::matrix_output::Output;
 use crate::gpu::transfer::uploads::DeviceImage;
-use crate::error::DriverCall;
 use crate::interrupt;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{

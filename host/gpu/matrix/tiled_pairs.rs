@@ -115,7 +115,9 @@ fn pair_by_tile_diagonals<T: Float, P: KernelParams<T>>(
     let mut corners = vec![T::INFINITY; tiles_down];
     corners[0] = T::ZERO;
     let corners = stream.clone_htod(&corners).call("copying to the device")?;
-    let mut out = stream.alloc_zeros::<T>(1).call("allocating device memory")?;
+    let mut out = stream
+        .alloc_zeros::<T>(1)
+        .call("allocating device memory")?;
     let out_ptr = poison(stream, &mut out)?;
     let grid = TileGrid {
         rows: rows.device_ptr(stream).0 as *mut T,

@@ -5,11 +5,11 @@
 use super::gradient::{gradient_call_bytes, gradient_into, gradient_kernel};
 use super::value_launches::value_call_bytes;
 use super::values::{choose, values_on};
+use crate::error::DriverCall;
 use crate::gpu::plan::paired_shapes::{GradientKernel, GradientPlan, Shapes};
 use crate::gpu::runtime::context::{Gpu, KernelParams};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::ForeignBatch;
-use crate::error::DriverCall;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, sys};
 use timewarp_kernels::Differentiable;

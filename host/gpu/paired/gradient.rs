@@ -18,17 +18,17 @@
 //! it, up to the device's limit, past which the rings move to global memory
 //! (slower, but any length whose cost matrix fits the device).
 
+use crate::error::DriverCall;
 use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
 use crate::gpu::plan::paired_shapes::{operands, GradientKernel, GradientPlan, Shapes};
 use crate::gpu::plan::select::{block_threads, gradient_driver, gradient_shape};
 use crate::gpu::plan::{chunks, layout::image_bytes, MAX_BLOCKS};
 use crate::gpu::runtime::context::{poison_bytes, Gpu, KernelParams};
-use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
 use crate::gpu::runtime::pinned::outputs_to_host;
+use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
 use crate::gpu::transfer::uploads::{
     upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
 };
-use crate::error::DriverCall;
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet, Variant};
 use cudarc::driver::{result as driver, DevicePtr};

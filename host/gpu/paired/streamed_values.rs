@@ -23,6 +23,7 @@
 //! memory after).
 
 use super::value_launches::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
+use crate::error::DriverCall;
 use crate::gpu::plan::paired_shapes::Shapes;
 use crate::gpu::runtime::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
 use crate::gpu::runtime::pinned::{keeps, MappedOutputs, Pinned};
@@ -30,7 +31,6 @@ use crate::gpu::runtime::wait::{device_wait_bound, wait_stream};
 use crate::gpu::transfer::image_writes::{as_bytes_u64, Image};
 use crate::gpu::transfer::staged_copy::{stage_in_order, Staging};
 use crate::gpu::transfer::uploads::upload_places;
-use crate::error::DriverCall;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::{sys, CudaStream, DevicePtr, LaunchConfig};
 use std::cell::Cell;

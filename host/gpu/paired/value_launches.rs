@@ -5,6 +5,7 @@
 //! those lengths. A call that uploads its batches plans while the upload
 //! gets under way ([`super::values`]).
 
+use crate::error::DriverCall;
 use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
 use crate::gpu::plan::paired_shapes::{operands, Shapes};
 use crate::gpu::plan::select::{band_width, block_threads, panels_kernel, warp_kernel, WarpKernel};
@@ -13,7 +14,6 @@ use crate::gpu::runtime::context::{poison_bytes, Gpu, KernelParams};
 use crate::gpu::runtime::pinned::{outputs_to_host, MappedOutputs};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::DeviceBatch;
-use crate::error::DriverCall;
 use crate::{Float, Result, Variant};
 use cudarc::driver::{result as driver, CudaFunction, CudaSlice, DevicePtr};
 use std::mem::size_of;

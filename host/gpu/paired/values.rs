@@ -21,6 +21,7 @@ use super::streamed_values::streamed_values;
 use super::value_launches::{
     launch_lengths, value_border, value_bytes, value_call_bytes, ValuePlan,
 };
+use crate::error::DriverCall;
 use crate::gpu::launch::pipelined_pair::{check_fits, pair_pipelined_on};
 use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::paired_shapes::{operands, Shapes};
@@ -32,7 +33,6 @@ use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::{
     upload_bytes, upload_ranges_with, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
 };
-use crate::error::DriverCall;
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
 use std::mem::size_of;

@@ -2,13 +2,13 @@
 //! the stencil driver's passes writing the derivative of the pair's value
 //! with respect to every cell (`alignment` kernels).
 
+use crate::error::DriverCall;
 use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
 use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::select::block_threads;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
-use crate::error::DriverCall;
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;

@@ -6,12 +6,12 @@
 //! measures are symmetric in their two series) and writes that matrix's
 //! last row, which is the sub-pair's last column.
 
+use crate::error::DriverCall;
 use crate::gpu::launch::pipelined_pair::{
     check_fits, enqueue_pipelined, pipelined_bytes, PipelinedRun,
 };
 use crate::gpu::runtime::context::{Gpu, KernelParams};
 use crate::gpu::runtime::wait::wait_stream;
-use crate::error::DriverCall;
 use crate::{Float, Result};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use std::mem::size_of;

@@ -5,8 +5,8 @@
 
 use super::setup::{timed, SetupKind};
 use super::wait::wait_stream;
-use crate::gpu::plan::matrix_tiles::{SLOTS, STAGING_BYTES};
 use crate::error::DriverCall;
+use crate::gpu::plan::matrix_tiles::{SLOTS, STAGING_BYTES};
 use crate::{Float, Result};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, PinnedHostSlice};
 use std::mem::size_of;

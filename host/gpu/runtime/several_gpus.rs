@@ -10,10 +10,10 @@
 //! that failed, only when none is left.
 
 use super::context::{Busy, Gpu};
+use crate::error::DriverCall;
 use crate::gpu::plan::count_ranges;
 use crate::gpu::plan::spread::{named, spread};
 use crate::{Error, Result};
-use crate::error::DriverCall;
 use std::cell::Cell;
 
 thread_local! {

@@ -5,12 +5,12 @@
 
 use super::image_writes::{as_bytes_u64, Image};
 use super::staged_copy::{stage_and_copy, Staging};
+use crate::error::DriverCall;
 use crate::gpu::plan::layout::Layout;
 use crate::gpu::plan::paired_shapes::{lengths_range, Shapes};
 use crate::gpu::runtime::context::Gpu;
 use crate::gpu::runtime::pinned::{keeps, Pinned, PinnedPool};
 use crate::gpu::runtime::wait::wait_stream;
-use crate::error::DriverCall;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{result as driver, CudaSlice, DevicePtr};
 use std::marker::PhantomData;

@@ -1,0 +1,89 @@
+//! Where the searched series comes from: anything that can copy a range of
+//! its samples out as `f64`, so that a search holds only its units of work
+//! (their starts and `m - 1` samples more) and never the whole series:
+//! arrays in memory, and files read as they are searched
+//! ([`super::SeriesFile`]).
+
+use crate::Result;
+use ndarray::ArrayView2;
+
+/// A long series of `len()` samples of `dims()` values each.
+pub trait SeriesSource: Sync {
+    /// Samples in the series.
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Values per sample.
+    fn dims(&self) -> usize;
+
+    /// Replaces `out` with samples `start..start + count`, row-major
+    /// (`count * dims()` values). The search checks that they are finite.
+    fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()>;
+}
+
+/// A univariate series.
+impl SeriesSource for [f64] {
+    fn len(&self) -> usize {
+        <[f64]>::len(self)
+    }
+    fn dims(&self) -> usize {
+        1
+    }
+    fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()> {
+        out.clear();
+        out.extend_from_slice(&self[start..start + count]);
+        Ok(())
+    }
+}
+
+/// A univariate series in single precision (widened as it is read).
+impl SeriesSource for [f32] {
+    fn len(&self) -> usize {
+        <[f32]>::len(self)
+    }
+    fn dims(&self) -> usize {
+        1
+    }
+    fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()> {
+        out.clear();
+        out.extend(self[start..start + count].iter().map(|&v| f64::from(v)));
+        Ok(())
+    }
+}
+
+/// `len x dims`, one row a sample.
+impl SeriesSource for ArrayView2<'_, f64> {
+    fn len(&self) -> usize {
+        self.nrows()
+    }
+    fn dims(&self) -> usize {
+        self.ncols()
+    }
+    fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()> {
+        out.clear();
+        out.extend(self.slice(ndarray::s![start..start + count, ..]).iter());
+        Ok(())
+    }
+}
+
+/// `len x dims` in single precision.
+impl SeriesSource for ArrayView2<'_, f32> {
+    fn len(&self) -> usize {
+        self.nrows()
+    }
+    fn dims(&self) -> usize {
+        self.ncols()
+    }
+    fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()> {
+        out.clear();
+        out.extend(
+            self.slice(ndarray::s![start..start + count, ..])
+                .iter()
+                .map(|&v| f64::from(v)),
+        );
+        Ok(())
+    }
+}
