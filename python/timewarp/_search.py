@@ -10,21 +10,21 @@ import numpy as np
 
 from . import _inputs
 from . import _timewarp as _ext
-from ._timewarp import TimewarpError
+from ._errors import InputError
 
 
 def _band(band: Any) -> tuple[float, bool]:
     """(value, is a radius): a float in [0, 1] is a fraction of the
     query's length, an int a radius in samples."""
     if isinstance(band, (bool, np.bool_)):
-        raise TimewarpError(f"band = {band!r}: a fraction in [0, 1] or a radius in samples")
+        raise InputError(f"band = {band!r}: a fraction in [0, 1] or a radius in samples")
     if isinstance(band, (int, np.integer)):
         if band < 0:
-            raise TimewarpError(f"band = {band}: a radius is >= 0")
+            raise InputError(f"band = {band}: a radius is >= 0")
         return float(band), True
     if isinstance(band, (float, np.floating)):
         return float(band), False
-    raise TimewarpError(f"band = {band!r}: a fraction in [0, 1] or a radius in samples")
+    raise InputError(f"band = {band!r}: a fraction in [0, 1] or a radius in samples")
 
 
 def search(
@@ -56,18 +56,18 @@ def search(
     yet).
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise TimewarpError(f"k = {k!r}: at least one match")
+        raise InputError(f"k = {k!r}: at least one match")
     if exclusion is not None and (
         isinstance(exclusion, (bool, np.bool_))
         or not isinstance(exclusion, (int, np.integer))
         or exclusion < 0
     ):
-        raise TimewarpError(f"exclusion = {exclusion!r}: a number of samples >= 0")
+        raise InputError(f"exclusion = {exclusion!r}: a number of samples >= 0")
     prepared_query = _inputs.series(query, "query")
     prepared_series = _inputs.series(series, "series")
     for prepared, name in ((prepared_query, "query"), (prepared_series, "series")):
         if prepared.origin.kind == "torch" and prepared.origin.torch_device.type != "cpu":
-            raise TimewarpError(f"{name}: search takes CPU tensors (the search runs on the CPU)")
+            raise InputError(f"{name}: search takes CPU tensors (the search runs on the CPU)")
     q = _inputs.cast(prepared_query, np.dtype(np.float64))[0]
     dtype = np.dtype(np.float32) if prepared_series.dtype == np.float32 else np.dtype(np.float64)
     s = _inputs.cast(prepared_series, dtype)[0]

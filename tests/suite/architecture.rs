@@ -553,6 +553,7 @@ public_names!(
     internals,
     ndarray,
     oracle,
+    search,
     // Distances, neighbours, alignments.
     distance,
     distance_matrix,
@@ -600,6 +601,7 @@ public_names!(
     Float,
     Precision,
     Error,
+    DriverError,
     Result,
     interrupt,
 );

@@ -585,9 +585,8 @@ unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PanelLaunch<T, P>> {}
 unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<DiagonalLaunch<T, P>> {}
 
-/// Every kernel a computation of this process has asked for (each is
-/// launched right after), on any GPU: what a run covered, for the
-/// sanitizer runs' report of the kernels they checked.
+/// Every kernel a computation of this process has launched, on any GPU:
+/// what a run covered (the sanitizer runs' report of what they checked).
 static KERNELS_USED: Mutex<BTreeSet<KernelId>> = Mutex::new(BTreeSet::new());
 
 /// The kernels this process's computations have launched, in the
