@@ -78,6 +78,7 @@ fn main() {
             driver::memcpy_htod_async(to + range.start as u64, from, cu_stream).expect("copy");
         }
     };
+    // SAFETY: the stream is the context's own, alive for the whole bench.
     let wait = || unsafe { driver::stream::synchronize(cu_stream) }.expect("synchronize");
 
     println!(

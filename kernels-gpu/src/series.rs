@@ -27,10 +27,10 @@ pub struct SetRef<T> {
     pub uniform_first: u64,
 }
 
-// SAFETY: a SetRef is a read-only view; whoever builds one keeps the memory
-// alive and unchanged while it is used (the host's CPU backend shares it
-// between rayon threads).
+// SAFETY: a read-only view; its builder keeps the memory alive and unchanged
+// while it is used (the host's CPU backend shares it between rayon threads).
 unsafe impl<T: Sync> Sync for SetRef<T> {}
+// SAFETY: as for `Sync`.
 unsafe impl<T: Sync> Send for SetRef<T> {}
 
 impl<T: Real> SetRef<T> {

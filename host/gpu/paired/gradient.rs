@@ -318,11 +318,11 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let offsets_len =
         (store_offsets.len() * size_of::<u64>()).next_multiple_of(16) / size_of::<T>();
     let store_len = store_len.next_multiple_of(16 / size_of::<T>());
+    let workspace_len = (offsets_len + store_len + ring_values).max(1);
     // SAFETY: uninitialised, as the drivers read no cell of the store or the rings before writing
     // it: the forward pass writes every interior cell (outside the band as infinity) before the
     // backward pass reads it, and each anti-diagonal of the rings before the next reads it; the
     // offsets are copied in next.
-    let workspace_len = (offsets_len + store_len + ring_values).max(1);
     let workspace = unsafe { stream.alloc::<T>(workspace_len) }.call("allocating device memory")?;
     let offsets_base = workspace.device_ptr(stream).0;
     if !store_offsets.is_empty() {

@@ -209,6 +209,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
     // them (below).
     let (written, gave_up, finished) =
         unsafe { (AtomicU32::from_ptr(words), words.add(1), words.add(2)) };
+    // SAFETY: as the control buffer's, no copy or kernel is in flight.
     let at = unsafe { staging.bytes_mut(total) }.as_mut_ptr();
 
     let computed = (|| -> Result<Option<Vec<T>>> {

@@ -62,14 +62,14 @@ pub(crate) fn pair_alignment<T: Float, P: KernelParams<T> + Differentiable<T>>(
         let alignment = stream
             .alloc_zeros::<T>(cells)
             .call("allocating device memory")?;
-        // SAFETY: uninitialised, as in `gradient_into`: the forward pass
-        // writes every cell of the store before the backward pass reads
-        // it, and each anti-diagonal of the rings before the next reads it.
         let ring_values = if global_rings {
             GRADIENT_RINGS * ring
         } else {
             0
         };
+        // SAFETY: uninitialised, as in `gradient_into`: the forward pass
+        // writes every cell of the store before the backward pass reads
+        // it, and each anti-diagonal of the rings before the next reads it.
         let workspace =
             unsafe { stream.alloc::<T>(cells + ring_values) }.call("allocating device memory")?;
         let mut value = stream

@@ -145,7 +145,8 @@ impl<T: Float> DevicePathPair<T> {
             let sample = self.starts[*which] + range.start;
             SetRef {
                 values: (values + (sample * self.dims * size_of::<T>()) as u64) as *const T,
-                // SAFETY (of the add): `offsets` holds two pairs.
+                // SAFETY: the add stays inside `offsets`, which holds two
+                // offsets a launched pair.
                 offsets: unsafe { offsets_at.add(2 * k) },
                 times: times.map_or(std::ptr::null(), |t| {
                     (t + (sample * size_of::<T>()) as u64) as *const T

@@ -5,6 +5,7 @@
 //! `paths` and `launch` takes a `&Gpu`.
 
 use super::device::{driver_error, list_gpus, GpuInfo, MemoryPool};
+use super::kernel_argument::KernelArgument;
 use super::pinned::PinnedPool;
 use super::ptx::{embedded_ptx, entry_module, kernels_build_error};
 use super::setup::{timed, SetupKind};
@@ -22,9 +23,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
-use timewarp_kernels::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
-use timewarp_kernels::launch::pairs::{PairsLaunch, StencilLaunch};
-use timewarp_kernels::launch::streamed::StreamedLaunch;
 use timewarp_kernels::{KernelId, MeasureParams, Recurrence};
 
 /// Kernel parameters the GPU runtime launches with: a measure's
@@ -568,22 +566,6 @@ pub(crate) unsafe fn poison_bytes(
 ) -> Result<()> {
     driver::memset_d8_async(pointer, 0xff, bytes, stream.cu_stream()).call("filling device memory")
 }
-
-/// The one kernel parameter, a `#[repr(C)]` struct shared with the device
-/// crate, passed by value.
-#[repr(transparent)]
-#[derive(Clone, Copy)]
-pub(crate) struct KernelArgument<A>(A);
-
-// SAFETY: the launch structs are `#[repr(C)]`, `Copy`, and laid out
-// identically by the host and the nvptx64 compiler (same definition, same
-// field types, 64-bit pointers on both).
-unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PairsLaunch<T, P>> {}
-unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<StreamedLaunch<T, P>> {}
-unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<StencilLaunch<T, P>> {}
-unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<TileLaunch<T, P>> {}
-unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<PanelLaunch<T, P>> {}
-unsafe impl<T: Copy, P: Copy> DeviceRepr for KernelArgument<DiagonalLaunch<T, P>> {}
 
 /// Every kernel a computation of this process has launched, on any GPU:
 /// what a run covered (the sanitizer runs' report of what they checked).

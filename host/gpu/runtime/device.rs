@@ -78,6 +78,7 @@ pub(crate) struct MemoryPool(sys::CUmemoryPool);
 // SAFETY: a pool handle names a device-wide object; the driver's pool
 // functions may be called from any thread.
 unsafe impl Send for MemoryPool {}
+// SAFETY: as for `Send`: the handle is only passed to the driver.
 unsafe impl Sync for MemoryPool {}
 
 impl MemoryPool {

@@ -13,6 +13,7 @@
 //! ptx                    the embedded PTX, the record of its build, one
 //!                        module per entry point
 //! device                 the GPUs the driver reports, a device's memory pool
+//! kernel_argument        the launch structs as the kernels' one parameter
 //! setup                  the one-time work of the process, timed (no CUDA)
 //! wait                   every wait of the host for the device, bounded
 //! pinned                 pinned host buffers and the pipeline's streams, kept
@@ -26,6 +27,7 @@
 
 pub(super) mod context;
 pub(super) mod device;
+pub(super) mod kernel_argument;
 pub(super) mod pinned;
 pub(super) mod ptx;
 // The indexer runs in build.rs; here only the tests run it.

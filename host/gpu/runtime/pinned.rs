@@ -205,8 +205,8 @@ pub(crate) fn outputs_to_host<T: Float>(
             .call("copying to the host")
             .and_then(|()| wait_stream(stream, "the copy of results to the host"))
     };
-    // SAFETY: the copy is done (or failed, and its values are not used).
     let parts = copied.map(|()| {
+        // SAFETY: the copy is done (or failed, and its values are not used).
         let host = unsafe { pinned.values::<T>(end) };
         parts
             .iter()

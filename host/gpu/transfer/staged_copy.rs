@@ -54,6 +54,7 @@ pub(crate) struct Staging(pub(crate) *mut u8);
 
 // SAFETY: each thread writes its own bytes of the buffer (`stage_and_copy`).
 unsafe impl Send for Staging {}
+// SAFETY: as for `Send`: no two threads write the same bytes.
 unsafe impl Sync for Staging {}
 
 impl Staging {

@@ -43,7 +43,7 @@ impl<T: Real> Diagonals<T> {
     /// Where cell `(i, k - i)` of anti-diagonal `k` lives.
     #[inline(always)]
     fn slot(&self, k: usize, i: usize) -> *mut T {
-        // SAFETY (of the callers' accesses): `i <= n < len`, buffer < 3.
+        // SAFETY: in the buffer for the callers' `i <= n < len`, slot < 3.
         unsafe { self.base.add((k % 3) * self.len as usize + i) }
     }
 }

@@ -87,7 +87,10 @@ pub fn clock_ns() -> u64 {
 /// pointers (series, borders), which the barriers order.
 #[derive(Clone, Copy)]
 pub struct Shared<T>(pub T);
+// SAFETY: the threads use the pointers only between the emulated barriers,
+// which order every write before the reads that follow it.
 unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as for `Send`.
 unsafe impl<T> Sync for Shared<T> {}
 
 impl<T: Copy> Shared<T> {

@@ -234,12 +234,14 @@ fn launched<const N: usize, const S: usize, const WARPS: usize>(
     let launch = Shared(launch);
     run_numbered_warps::<N, _>(WARPS * pairs.len(), |warp, index| {
         let launch = launch.get();
-        // SAFETY: every b fits WARPS panels of N lanes x S; the store, the
-        // zeroed workspace and the gradients as above; all warps run at
-        // once, as the warps of one block.
+        // Every b fits WARPS panels of N lanes x S; the store, the zeroed
+        // workspace and the gradients as above; all warps run at once, as
+        // the warps of one block.
         if dims == 1 {
+            // SAFETY: as said above.
             unsafe { launch.run_gradient_in_panels::<_, S, WARPS, true>(warp, index as u64) }
         } else {
+            // SAFETY: as said above.
             unsafe { launch.run_gradient_in_panels::<_, S, WARPS, false>(warp, index as u64) }
         }
     });

@@ -110,10 +110,13 @@ fn interleaved_rows_equal_contiguous_rows() {
             stride,
         })
     };
+    // SAFETY: the series point into `a` and `b`, alive for the test, and the
+    // rows into a buffer of two rows of `row_len` at the stride.
     let dtw =
         |rows| unsafe { pair_value(&DtwParams::new(Some(4)), &series(&a), &series(&b), rows) };
     let twed = |rows| {
         let params = TwedParams::new(0.5, 0.25, 2.0);
+        // SAFETY: as for `dtw`.
         unsafe { pair_value(&params, &series(&a), &series(&b), rows) }
     };
     for stride in [2, 7, 32] {

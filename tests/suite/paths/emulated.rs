@@ -26,8 +26,9 @@ fn view<P: Copy>(
 ) -> Series<f64> {
     let dims = series.dims();
     Series {
-        // SAFETY (of the adds): the pass was checked against the series.
+        // SAFETY: the add stays in the series: the pass was checked against it.
         values: unsafe { series.values()[which].as_ptr().add(range.start * dims) },
+        // SAFETY: as for the values.
         times: series.times().map_or(std::ptr::null(), |t| unsafe {
             t[which].as_ptr().add(range.start)
         }),
