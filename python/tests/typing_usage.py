@@ -84,13 +84,13 @@ def extension_calls() -> None:
     print(len(series))
 
     errors: tuple[type[timewarp.TimewarpError], ...] = (
-        _timewarp.InputError,
-        _timewarp.GpuError,
-        _timewarp.OutOfMemoryError,
-        _timewarp.GpuOutOfMemoryError,
-        _timewarp.FileError,
+        timewarp.InputError,
+        timewarp.GpuError,
+        timewarp.OutOfMemoryError,
+        timewarp.GpuOutOfMemoryError,
+        timewarp.FileError,
     )
-    assert issubclass(_timewarp.InputError, ValueError)
+    assert issubclass(timewarp.InputError, ValueError)
     print(errors)
 
 

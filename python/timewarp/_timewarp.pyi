@@ -14,12 +14,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = [
-    "TimewarpError",
-    "InputError",
-    "GpuError",
-    "OutOfMemoryError",
-    "GpuOutOfMemoryError",
-    "FileError",
     "__version__",
     "cdist",
     "soft_dtw_pairs",
@@ -29,6 +23,7 @@ __all__ = [
     "dtw_path",
     "twed_path",
     "soft_dtw_alignment",
+    "search",
     "info",
     "gpu_available",
     "Resident",
@@ -50,28 +45,8 @@ _Gradient = Union[NDArray[_F], list[NDArray[_F]]]
 
 _FloatArray = Union[NDArray[np.float32], NDArray[np.float64]]
 
-# The error hierarchy: every error is a `TimewarpError`, and also the
-# builtin exception of its kind, which callers already catch.
-
-class TimewarpError(Exception):
-    """The base of every error timewarp raises (but `KeyboardInterrupt`)."""
-
-class InputError(ValueError, TimewarpError):
-    """Bad input or parameters: non-finite values, empty series or
-    batches, different dimensions, a parameter outside its domain, an
-    unknown metric or device, a result that overflowed its precision."""
-
-class GpuError(RuntimeError, TimewarpError):
-    """No usable GPU where one was asked for, or the GPU failed."""
-
-class OutOfMemoryError(MemoryError, TimewarpError):
-    """A result too large for the host's memory, refused before any work."""
-
-class GpuOutOfMemoryError(OutOfMemoryError, GpuError):
-    """The GPU's memory does not hold the computation."""
-
-class FileError(OSError, TimewarpError):
-    """A file that cannot be read or written."""
+# Errors are raised as the classes of `timewarp._errors` (TimewarpError and
+# its kinds), which the extension imports rather than defines.
 
 def cdist(
     a: _Batch[_F],
@@ -129,7 +104,7 @@ def soft_dtw_pairs_cuda(
     x_shape: tuple[int, int, int],
     y: int,
     y_shape: tuple[int, int, int],
-    precision: str,
+    precision_name: str,
     gamma: float,
     band: Optional[int],
     divergence: bool,
@@ -227,3 +202,14 @@ class Resident:
     ) -> tuple[_FloatArray, NDArray[np.int64]]:
         """The `k` nearest resident series of each query, nearest first
         (ties by index): `(distances, indices)`, `queries x k` each."""
+
+def search(
+    query: NDArray[np.float64],
+    series: Union[NDArray[np.float64], NDArray[np.float32]],
+    band: float,
+    band_is_radius: bool,
+    k: int,
+    znorm: bool,
+    exclusion: Optional[int],
+    device_name: str,
+) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]: ...
