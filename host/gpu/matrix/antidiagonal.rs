@@ -16,7 +16,7 @@
 use crate::error::DriverCall;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
 use crate::gpu::runtime::wait::{check_fault_word, wait_stream};
-use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies};
+use crate::gpu::transfer::call_uploads::{upload_ranges, AsyncCopies};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, DevicePtr, LaunchConfig};

@@ -9,7 +9,7 @@ use crate::gpu::plan::select::block_threads;
 use crate::gpu::plan::MAX_BLOCKS;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
 use crate::gpu::runtime::wait::wait_stream;
-use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies};
+use crate::gpu::transfer::call_uploads::{upload_ranges, AsyncCopies};
 use crate::results::zeros;
 use crate::{Float, Result, SeriesSet};
 use ndarray::{s, Array2};

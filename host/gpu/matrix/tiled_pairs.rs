@@ -12,7 +12,7 @@ use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::select::tile_rows;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
 use crate::gpu::runtime::wait::wait_stream;
-use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
+use crate::gpu::transfer::call_uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use crate::results::zeros;
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::DevicePtr;

@@ -2,7 +2,8 @@
 //! tensors): read in place, results written to the caller's buffer, in
 //! order after the work the caller's stream has queued.
 
-use super::gradient::{gradient_call_bytes, gradient_into, gradient_kernel};
+use super::gradient::{gradient_call_bytes, gradient_kernel};
+use super::gradient_launches::gradient_into;
 use super::value_launches::value_call_bytes;
 use super::values::{choose, values_on};
 use crate::error::DriverCall;

@@ -18,32 +18,26 @@
 //! it, up to the device's limit, past which the rings move to global memory
 //! (slower, but any length whose cost matrix fits the device).
 
+use super::gradient_launches::{gradient_into, ring_bytes, WARPS_PER_BLOCK};
 use crate::error::DriverCall;
-use crate::gpu::launch::stencil::{shared_bytes, stencil_launch};
-use crate::gpu::plan::paired_shapes::{operands, GradientKernel, GradientPlan, Shapes};
-use crate::gpu::plan::select::{block_threads, gradient_driver, gradient_shape};
+use crate::gpu::launch::stencil::shared_bytes;
+use crate::gpu::plan::paired_shapes::{GradientKernel, GradientPlan, Shapes};
+use crate::gpu::plan::select::{gradient_driver, gradient_shape};
 use crate::gpu::plan::{chunks, layout::image_bytes, MAX_BLOCKS};
-use crate::gpu::runtime::context::{poison_bytes, Gpu, KernelParams};
+use crate::gpu::runtime::context::{Gpu, KernelParams};
 use crate::gpu::runtime::pinned::outputs_to_host;
 use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
-use crate::gpu::transfer::uploads::{
-    upload_ranges, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
-};
+use crate::gpu::transfer::call_uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
+use crate::gpu::transfer::uploads::{DeviceBatch, DeviceSeriesSet};
 use crate::results::PairedGradients;
 use crate::{Error, Float, Result, SeriesSet, Variant};
-use cudarc::driver::{result as driver, DevicePtr};
+use cudarc::driver::DevicePtr;
 use std::mem::size_of;
 use std::ops::Range;
 use std::sync::Mutex;
 use timewarp_kernels::drivers::stencil::GRADIENT_RINGS;
 use timewarp_kernels::hw::LANES;
-use timewarp_kernels::launch::pairs::{panel_gradient_workspace, GradientBuffers};
-use timewarp_kernels::launch::Numbering;
-use timewarp_kernels::{Differentiable, Driver, KernelId, Measure};
-
-/// Warps per block of the `warp_gradient` and `panels_gradient` kernels (a
-/// multiple of a pair's warps).
-const WARPS_PER_BLOCK: usize = 4;
+use timewarp_kernels::{Differentiable, KernelId, Measure};
 
 /// Soft-DTW values and gradients of series `k` of `x` against series
 /// `k` of `y` (same counts and dims, checked by the caller), and with
@@ -202,7 +196,7 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
         )));
     }
     let stream = &gpu.stream;
-    // SAFETY: `gradient_into` writes every output before the copies below
+    // SAFETY: [`gradient_into`] writes every output before the copies below
     // read them (on the same stream).
     let results = unsafe { stream.alloc::<T>(outputs) }.call("allocating device memory")?;
     let base = results.device_ptr(stream).0;
@@ -236,187 +230,9 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
     })
 }
 
-/// The launches of [`gradient_on`], writing to the output buffer at
-/// device address `out` (laid out as [`GradientPlan`] says; it is zeroed
-/// and its values poisoned here first), with the stores of each chunk in
-/// `budget`. Returns once the launches are queued on the GPU's stream.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
-    gpu: &Gpu,
-    params: P,
-    (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
-    divergence: bool,
-    with_y: bool,
-    budget: usize,
-    kernel: GradientKernel,
-    out: u64,
-) -> Result<()> {
-    let shapes = x.paired_shapes(y, divergence);
-    let (pairs, launches) = (shapes.pairs(), shapes.launches());
-    let plan = GradientPlan::new(
-        &shapes,
-        x.dims(),
-        with_y,
-        kernel,
-        ring_bytes::<T>(kernel, &shapes, x.dims()),
-    );
-    let global_rings = kernel == GradientKernel::Stencil { global_rings: true };
-    debug_assert_eq!((plan.x_values, plan.y_values), (x.values(), y.values()));
-    // One chunk, without a pass over the pairs, when every pair's
-    // workspace would fit as the largest possible one.
-    let all_fit = pairs > 0 && pairs.saturating_mul(plan.largest_workspace::<T>(&shapes)) <= budget;
-    let ranges = if all_fit && pairs as u64 <= MAX_BLOCKS {
-        std::iter::once(0..pairs).collect()
-    } else {
-        chunks(
-            pairs,
-            budget,
-            0,
-            |k| plan.workspace_of::<T>(&shapes, k),
-            "its Soft-DTW gradient",
-        )?
-    };
-    let stream = &gpu.stream;
-    let at = |values: usize| out + (values * size_of::<T>()) as u64;
-    // The values poisoned with NaN (a pair the kernel failed to write
-    // cannot pass for a result), the gradients zeroed (the kernel adds to
-    // them).
-    let value_bytes = launches * pairs * size_of::<T>();
-    // SAFETY: the buffer holds `plan.outputs()` values, the values first.
-    unsafe {
-        driver::memset_d8_async(out, 0, plan.outputs() * size_of::<T>(), stream.cu_stream())
-            .call("filling device memory")?;
-        poison_bytes(stream, out, value_bytes)?;
-    }
-    // Each chunk's store offsets, launch after launch, relative to the
-    // chunk's store, uploaded together; and one store (and rings) for
-    // the largest chunk, used by each in turn (the forward pass writes
-    // every cell before the backward pass reads it).
-    let (store_offsets, starts, store_len) = plan.store_offsets(&shapes, &ranges);
-    let longest_chunk = ranges.iter().map(Range::len).max().unwrap_or(0);
-    // Rings in global memory: `ring` values each, per pair of a launch
-    // (the launches, one after the other, share them); or the borders
-    // between panels, `borders` values a pair, zeroed before each launch.
-    let ring = if global_rings {
-        shapes.longest_ring()
-    } else {
-        1
-    };
-    let borders = match kernel {
-        GradientKernel::Warp { warps, .. } if warps > 1 => {
-            panel_gradient_workspace::<T>(shapes.longest_rows(), x.dims(), warps)
-        }
-        _ => 0,
-    };
-    let ring_values = if global_rings {
-        longest_chunk * GRADIENT_RINGS * ring
-    } else {
-        longest_chunk * borders
-    };
-    // One allocation: the store offsets, the store, the rings or borders
-    // (each 16-byte aligned).
-    let offsets_len =
-        (store_offsets.len() * size_of::<u64>()).next_multiple_of(16) / size_of::<T>();
-    let store_len = store_len.next_multiple_of(16 / size_of::<T>());
-    let workspace_len = (offsets_len + store_len + ring_values).max(1);
-    // SAFETY: uninitialised, as the drivers read no cell of the store or the rings before writing
-    // it: the forward pass writes every interior cell (outside the band as infinity) before the
-    // backward pass reads it, and each anti-diagonal of the rings before the next reads it; the
-    // offsets are copied in next.
-    let workspace = unsafe { stream.alloc::<T>(workspace_len) }.call("allocating device memory")?;
-    let offsets_base = workspace.device_ptr(stream).0;
-    if !store_offsets.is_empty() {
-        // SAFETY: the workspace begins with room for the offsets; from
-        // pageable memory, the copy has read them when it returns.
-        unsafe { driver::memcpy_htod_async(offsets_base, &store_offsets[..], stream.cu_stream()) }
-            .call("copying to the device")?;
-    }
-    let store = offsets_base + (offsets_len * size_of::<T>()) as u64;
-    let rings = store + (store_len * size_of::<T>()) as u64;
-    // Records a panel's wait that gave up (the pair's value is then NaN).
-    let fault = (borders > 0)
-        .then(|| stream.alloc_zeros::<u32>(1))
-        .transpose();
-    let fault = fault.call("allocating device memory")?;
-    let fault_ptr = fault.as_ref().map_or(0, |word| word.device_ptr(stream).0) as *mut u32;
-    for (range, start) in ranges.iter().zip(starts) {
-        let len = range.len();
-        for l in 0..launches {
-            let (a, b) = operands(l, x, y);
-            let (grad_a, grad_b) = plan.gradients(l);
-            let refs = (a.view(range.clone()), b.view(range.clone()));
-            let buffers = GradientBuffers {
-                store: store as *mut T,
-                store_offsets: (offsets_base + ((start + l * len) * size_of::<u64>()) as u64)
-                    as *const u64,
-                grad_a: at(grad_a) as *mut T,
-                grad_b: grad_b.map_or(std::ptr::null_mut(), |g| at(g) as *mut T),
-                rings: if global_rings {
-                    rings as *mut T
-                } else {
-                    std::ptr::null_mut()
-                },
-                alignment: std::ptr::null_mut(),
-                fault: fault_ptr,
-            };
-            if let GradientKernel::Warp { warps, stripe } = kernel {
-                let driver = gradient_driver((warps, stripe));
-                let id = KernelId::new(P::MEASURE, driver, x.dims() == 1, T::PRECISION);
-                let function = gpu.function(id)?;
-                let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, 1);
-                launch.pairs.out = at(l * pairs + range.start) as *mut T;
-                launch.gradient = buffers;
-                if borders > 0 {
-                    // SAFETY: the workspace holds `borders` values for
-                    // each of the chunk's pairs after the store.
-                    unsafe {
-                        driver::memset_d8_async(
-                            rings,
-                            0,
-                            len * borders * size_of::<T>(),
-                            stream.cu_stream(),
-                        )
-                        .call("filling device memory")?;
-                    }
-                    launch.pairs.workspace = rings as *mut T;
-                    launch.pairs.row_len = borders as u64;
-                }
-                let blocks = (len * warps).div_ceil(WARPS_PER_BLOCK) as u32;
-                let threads = (WARPS_PER_BLOCK * LANES) as u32;
-                // SAFETY: as below; every series `b` of the call fits the kernel's panels, the
-                // store holds each pair's `panels_store_len` values at its offset, the workspace
-                // each pair's borders, zeroed, and a pair's warps are in one block (`warps`
-                // divides the block's).
-                unsafe { gpu.launch_blocks(&function, (blocks, threads), 0, launch) }?;
-                continue;
-            }
-            let id = KernelId::new(P::MEASURE, Driver::Gradient, false, T::PRECISION);
-            let shared_ring = shapes.range(range).ring_len(l);
-            let (ring, shared) = if global_rings {
-                (ring, 0)
-            } else {
-                (shared_ring, shared_bytes::<T>(GRADIENT_RINGS, shared_ring))
-            };
-            let (function, limit) = gpu.function_with_shared(id, shared)?;
-            let threads = block_threads(ring, limit);
-            let mut launch = stencil_launch(refs, params, Numbering::Paired, len as u64, ring);
-            launch.pairs.out = at(l * pairs + range.start) as *mut T;
-            launch.gradient = buffers;
-            // SAFETY: the batches are on the device and outlive the launch (the copy below waits
-            // for it); the store holds every pair's n x m cells at its offset (launches one after
-            // the other on one stream share it); `out` one value per pair; the gradients the whole
-            // batches' samples at the positions of their device offsets, zeroed; the six rings of
-            // `ring` values per pair are in `rings` or in the `shared` bytes the kernel was
-            // allowed.
-            unsafe { gpu.launch_blocks(&function, (len as u32, threads), shared, launch) }?;
-        }
-    }
-    Ok(())
-}
-
 /// Device memory a gradient computation over device batches of `shapes`
 /// allocates at most with `kernel` ([`gradient_on`], or without its
-/// outputs [`gradient_into`]): every pair's workspace as large as the
+/// outputs [[`gradient_into`]]): every pair's workspace as large as the
 /// largest possible, in one chunk.
 pub(crate) fn gradient_call_bytes<T: Float>(
     kernel: GradientKernel,
@@ -496,20 +312,6 @@ pub(crate) fn paired_gradient_variant<T: Float>(
             None => Variant::Stencil,
         },
     )
-}
-
-/// Bytes of one pair's workspace besides its store under `kernel`: its
-/// stencil rings in global memory, or the borders between its panels, or 0.
-fn ring_bytes<T: Float>(kernel: GradientKernel, shapes: &Shapes, dims: usize) -> usize {
-    match kernel {
-        GradientKernel::Stencil { global_rings: true } => {
-            shared_bytes::<T>(GRADIENT_RINGS, shapes.longest_ring())
-        }
-        GradientKernel::Warp { warps, .. } if warps > 1 => {
-            panel_gradient_workspace::<T>(shapes.longest_rows(), dims, warps) * size_of::<T>()
-        }
-        _ => 0,
-    }
 }
 
 /// [`paired_gradient`] on every GPU of `gpus`: blocks of pairs handed out

@@ -8,10 +8,14 @@
 //! ```text
 //! value_launches   value launches planned from the pairs' lengths, then
 //!                  run over device batches
+//! streamed_chunks  the order a streamed call writes the pairs in: chunks,
+//!                  each followed by the count of pairs written
 //! streamed_values  values computed while the host still writes the pairs
 //!                  into pinned memory
 //! values           the entry of paired values: host batches (uploaded or
 //!                  streamed), resident sets, several GPUs
+//! gradient_launches  a gradient's launches over device batches: chunks,
+//!                  their shared workspace, the warp or stencil driver
 //! gradient         the gradients: a forward pass storing the cost matrix,
 //!                  then a backward pass
 //! caller_memory    values and gradients over the caller's device memory
@@ -20,6 +24,8 @@
 
 mod caller_memory;
 mod gradient;
+mod gradient_launches;
+mod streamed_chunks;
 mod streamed_values;
 mod value_launches;
 mod values;

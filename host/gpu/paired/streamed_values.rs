@@ -22,17 +22,18 @@
 //! then, while the kernel's warps finish (they touch none of the call's
 //! memory after).
 
+use super::streamed_chunks::chunk_ranges;
 use super::value_launches::{launch_lengths, paired_warp, THREADS_PER_BLOCK};
 use crate::error::DriverCall;
 use crate::gpu::plan::paired_shapes::Shapes;
 use crate::gpu::runtime::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
 use crate::gpu::runtime::pinned::{keeps, MappedOutputs, Pinned};
 use crate::gpu::runtime::wait::{device_wait_bound, wait_stream};
+use crate::gpu::transfer::call_uploads::upload_places;
 use crate::gpu::transfer::image_writes::{as_bytes_u64, Image};
 use crate::gpu::transfer::staged_copy::{stage_in_order, Staging};
-use crate::gpu::transfer::uploads::upload_places;
 use crate::{Error, Float, Result, SeriesSet};
-use cudarc::driver::{sys, CudaStream, DevicePtr, LaunchConfig};
+use cudarc::driver::{sys, CudaFunction, CudaStream, DevicePtr, LaunchConfig};
 use std::cell::Cell;
 use std::mem::size_of;
 use std::ops::{Range, RangeInclusive};
@@ -44,9 +45,6 @@ use timewarp_kernels::launch::streamed::{StreamedLaunch, ABANDONED};
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Driver, KernelId, SetRef};
 
-/// Bytes of `x` and `y` the host writes before it raises the count: small,
-/// so that the first warps start soon, but each costs the host a little.
-const CHUNK_BYTES: usize = 64 << 10;
 /// The bytes of `x` and `y` a call streams: from 1 MiB, where the copies
 /// an ordinary launch waits for take longer than the streamed kernel's
 /// own costs (its warps' waits, the loads across the bus), up to 2 MiB,
@@ -127,12 +125,9 @@ fn streaming_allowed() -> bool {
 }
 
 /// The values of the pairs of `x` and `y` (one launch: no divergence) by
-/// the streamed warp kernel, or `None` where it does not apply: batches
-/// in page-locked memory (their copies need no staging), pairs wider than
-/// one panel of a whole warp's kernel, pairs the kernel would not hold in
-/// shared memory or whose warps would not all be resident at once, bytes
-/// outside [`STREAMED_BYTES`], or warps that gave up waiting. The caller
-/// holds the GPU and computes the pairs the ordinary way on `None`.
+/// the streamed warp kernel, or `None` where it does not apply ([`plan`])
+/// or where the warps gave up waiting. The caller holds the GPU and
+/// computes the pairs the ordinary way on `None`.
 pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
     gpu: &Gpu,
     params: P,
@@ -140,6 +135,80 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
     shapes: &Shapes,
     budget: usize,
 ) -> Result<Option<Vec<T>>> {
+    let Some(plan) = plan(gpu, &params, (x, y), shapes, budget)? else {
+        return Ok(None);
+    };
+    let fault = FAULT.with(|armed| armed.take());
+    let stream = &gpu.stream;
+    let Some(outputs) = MappedOutputs::take::<T>((stream, &gpu.pool), plan.pairs)? else {
+        return Ok(None);
+    };
+    let mut staging = gpu.pool.take(&gpu.context, plan.total, true)?;
+    let relay = gpu.streamed.words(stream)?;
+    let mut control = gpu.pool.take(&gpu.context, 3 * size_of::<u32>(), false)?;
+    // SAFETY: buffers taken from the pool have no copy or kernel in flight.
+    let words = unsafe { control.bytes_mut(3 * size_of::<u32>()) };
+    words.fill(0);
+    let words = words.as_mut_ptr().cast::<u32>();
+    // SAFETY: the control buffer holds the three words, 4-byte aligned (a
+    // pinned buffer starts on a page), and outlives the kernel's use of
+    // them (below).
+    let control_words = unsafe {
+        Control {
+            written: AtomicU32::from_ptr(words),
+            gave_up: words.add(1),
+            finished: words.add(2),
+        }
+    };
+    // SAFETY: as the control buffer's, no copy or kernel is in flight.
+    let at = unsafe { staging.bytes_mut(plan.total) }.as_mut_ptr();
+    // SAFETY: `at` addresses the staging buffer, held until the kernel is
+    // finished or the stream has ended (below), which only the call writes.
+    let computed = unsafe {
+        launch_while_staging(
+            gpu,
+            &plan,
+            params,
+            (&control_words, relay),
+            at,
+            outputs,
+            fault,
+        )
+    };
+    let finished = computed.is_ok() || wait_stream(stream, "the streamed paired kernel").is_ok();
+    give_back(gpu, [staging, control], finished);
+    computed
+}
+
+/// A streamed call's kernel and sizes, once it is known to apply.
+struct StreamedPlan<'a> {
+    function: CudaFunction,
+    pairs: usize,
+    dims: usize,
+    images: [Image<'a>; 2],
+    /// Where each image's values start in the staging buffer, and its size.
+    values_at: Vec<usize>,
+    total: usize,
+    /// The warp kernel's workspace a pair, in elements.
+    border: usize,
+    /// Elements of one warp's pair (values and timestamps) in shared memory.
+    warp_values: usize,
+    shared: usize,
+    blocks: usize,
+}
+
+/// The streamed kernel for the pairs of `x` and `y`, or `None` where it
+/// does not apply: batches in page-locked memory (their copies need no
+/// staging), pairs wider than one panel of a whole warp's kernel, pairs
+/// the kernel would not hold in shared memory or whose warps would not all
+/// be resident at once, or bytes outside [`STREAMED_BYTES`].
+fn plan<'a, T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    params: &P,
+    (x, y): (&'a SeriesSet<T>, &'a SeriesSet<T>),
+    shapes: &Shapes,
+    budget: usize,
+) -> Result<Option<StreamedPlan<'a>>> {
     let pairs = shapes.pairs();
     if !streaming_allowed()
         || shapes.launches() != 1
@@ -151,7 +220,7 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
     }
     let lengths = launch_lengths(shapes)[0];
     let dims = x.dims();
-    let warp = paired_warp::<T, P>(&params, lengths, dims, (pairs, gpu.schedulers()?));
+    let warp = paired_warp::<T, P>(params, lengths, dims, (pairs, gpu.schedulers()?));
     // One panel a pair: with two or more, streaming measured slower.
     let Driver::Warp { lanes: 32, stripe } = warp.id.driver else {
         return Ok(None);
@@ -187,164 +256,200 @@ pub(crate) fn streamed_values<T: Float, P: KernelParams<T>>(
     if blocks > per_sm * gpu.schedulers()? / 4 {
         return Ok(None);
     }
+    Ok(Some(StreamedPlan {
+        function,
+        pairs,
+        dims,
+        images,
+        values_at,
+        total,
+        border,
+        warp_values,
+        shared,
+        blocks,
+    }))
+}
 
-    let fault = FAULT.with(|armed| armed.take());
+/// The words the host and the kernel share, in the control buffer: the
+/// count of pairs written, and the kernel's "a warp gave up" and "every
+/// pair's value is written".
+struct Control<'a> {
+    written: &'a AtomicU32,
+    gave_up: *mut u32,
+    finished: *mut u32,
+}
+
+/// Launches the streamed kernel, then stages the pairs into the buffer at
+/// `at` chunk by chunk, raising the count of pairs written after each, and
+/// reads the values once the kernel says they are all written: `None`
+/// where a warp gave up (after the kernel has ended).
+///
+/// # Safety
+///
+/// `at` addresses a pinned buffer of `plan.total` bytes that nothing else
+/// writes, and it and the control words stay alive until this returns
+/// `Ok`, or until the stream has ended when it returns an error.
+unsafe fn launch_while_staging<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    plan: &StreamedPlan,
+    params: P,
+    (control, (relayed, through)): (&Control, (u64, u64)),
+    at: *mut u8,
+    outputs: MappedOutputs,
+    fault: Option<StreamedFault>,
+) -> Result<Option<Vec<T>>> {
+    let stream = &gpu.stream;
+    let pairs = plan.pairs;
+    // SAFETY: the caller's: the buffer is ours to write.
+    let refs = unsafe { staged_set_refs::<T>(plan, at) };
+    // The offsets leave the write-combining buffers before the launch.
+    std::sync::atomic::fence(Ordering::SeqCst);
+    let workspace = match plan.border {
+        0 => None,
+        _ => Some(
+            stream
+                .alloc_zeros::<T>(plan.border * pairs)
+                .call("allocating device memory")?,
+        ),
+    };
     let patience = match fault {
         Some(StreamedFault::StallBeforeLastChunk) => TEST_PATIENCE,
         _ => PATIENCE,
     };
-    let stream = &gpu.stream;
-    let Some(outputs) = MappedOutputs::take::<T>((stream, &gpu.pool), pairs)? else {
-        return Ok(None);
+    let argument = StreamedLaunch {
+        pairs: PairsLaunch {
+            a: refs[0],
+            b: refs[1],
+            params,
+            out: outputs.address::<T>(0) as *mut T,
+            workspace: workspace.as_ref().map_or(0, |w| w.device_ptr(stream).0) as *mut T,
+            row_len: plan.border.max(1) as u64,
+            first_pair: 0,
+            pair_count: pairs as u64,
+            numbering: Numbering::Paired,
+        },
+        written: control.written.as_ptr(),
+        relayed: relayed as *mut u64,
+        through: through as *mut u64,
+        launch_number: gpu.streamed.next_launch(),
+        gave_up: control.gave_up,
+        finished: control.finished,
+        warp_values: plan.warp_values as u64,
+        patience_ns: patience.as_nanos() as u64,
     };
-    let mut staging = gpu.pool.take(&gpu.context, total, true)?;
-    let (relayed, through) = gpu.streamed.words(stream)?;
-    let mut control = gpu.pool.take(&gpu.context, 3 * size_of::<u32>(), false)?;
-    // SAFETY: buffers taken from the pool have no copy or kernel in flight.
-    let words = unsafe { control.bytes_mut(3 * size_of::<u32>()) };
-    words.fill(0);
-    let words = words.as_mut_ptr().cast::<u32>();
-    // SAFETY: the control buffer holds the three words, 4-byte aligned (a
-    // pinned buffer starts on a page), and outlives the kernel's use of
-    // them (below).
-    let (written, gave_up, finished) =
-        unsafe { (AtomicU32::from_ptr(words), words.add(1), words.add(2)) };
-    // SAFETY: as the control buffer's, no copy or kernel is in flight.
-    let at = unsafe { staging.bytes_mut(total) }.as_mut_ptr();
-
-    let computed = (|| -> Result<Option<Vec<T>>> {
-        // The offsets of batches whose series differ in length, rebased, in
-        // the room the layout keeps for them; written before the launch.
-        let mut offsets_at = 0;
-        let mut refs = Vec::with_capacity(2);
-        for (image, &values) in images.iter().zip(&values_at) {
-            let layout = image.layout;
-            let uniform = image.lengths.0 == image.lengths.1;
-            if !uniform {
-                let rebased: Vec<u64> = image
-                    .offsets
-                    .iter()
-                    .map(|&o| o - image.offsets[0])
-                    .collect();
-                let bytes = as_bytes_u64(&rebased);
-                // SAFETY: the layout keeps room for them at `offsets_at`.
-                unsafe { std::slice::from_raw_parts_mut(at.add(offsets_at), bytes.len()) }
-                    .copy_from_slice(bytes);
-            }
-            let values = at as u64 + values as u64;
-            refs.push(SetRef::<T> {
-                values: values as *const T,
-                offsets: if uniform {
-                    std::ptr::null()
-                } else {
-                    (at as u64 + offsets_at as u64) as *const u64
-                },
-                times: if layout.times {
-                    (values + (layout.times_at() - layout.values_at()) as u64) as *const T
-                } else {
-                    std::ptr::null()
-                },
-                count: pairs as u64,
-                dims: dims as u64,
-                uniform_len: if uniform { image.lengths.0 as u64 } else { 0 },
-                uniform_first: 0,
-            });
-            offsets_at += layout.values_at();
-        }
-        // The offsets leave the write-combining buffers before the launch.
-        std::sync::atomic::fence(Ordering::SeqCst);
-        let workspace = match border {
-            0 => None,
-            _ => Some(
-                stream
-                    .alloc_zeros::<T>(border * pairs)
-                    .call("allocating device memory")?,
-            ),
-        };
-        let argument = StreamedLaunch {
-            pairs: PairsLaunch {
-                a: refs[0],
-                b: refs[1],
-                params,
-                out: outputs.address::<T>(0) as *mut T,
-                workspace: workspace.as_ref().map_or(0, |w| w.device_ptr(stream).0) as *mut T,
-                row_len: border.max(1) as u64,
-                first_pair: 0,
-                pair_count: pairs as u64,
-                numbering: Numbering::Paired,
-            },
-            written: written.as_ptr(),
-            relayed: relayed as *mut u64,
-            through: through as *mut u64,
-            launch_number: gpu.streamed.next_launch(),
-            gave_up,
-            finished,
-            warp_values: warp_values as u64,
-            patience_ns: patience.as_nanos() as u64,
-        };
-        let config = LaunchConfig {
-            grid_dim: (blocks as u32, 1, 1),
-            block_dim: (THREADS_PER_BLOCK as u32, 1, 1),
-            shared_mem_bytes: shared as u32,
-        };
-        // The launch goes while the staging threads write the first chunk.
-        // SAFETY: the argument's pointers address the staging and control
-        // buffers and the outputs, held until the kernel has said it is
-        // finished (it touches none of them after) or the stream is
-        // synchronized (below, when it has not), the GPU's kept words, and
-        // device memory dropped after the launch (freed in the stream's
-        // order); the
-        // kernel was given `shared` bytes, every warp's room; a cooperative
-        // launch puts every block on the GPU at once, or fails.
-        let launch = || unsafe { gpu.launch(stream, &function, config, true, argument) };
-        let (ranges, counts) = chunk_ranges(&images, &values_at, dims, pairs);
-        let staged = [(values_at[0], &images[0]), (values_at[1], &images[1])];
-        let mut next = 0;
-        let last = counts.len() - 1;
-        let publish = |_range: Range<usize>| -> Result<()> {
-            if let Some(count) = counts[next] {
-                match fault {
-                    Some(StreamedFault::FailAfterFirstChunk) if count < pairs => {
-                        return Err(Error::GpuFailure("injected fault: the host stopped".into()));
-                    }
-                    Some(StreamedFault::StallBeforeLastChunk) if next == last => {
-                        std::thread::sleep(TEST_STALL);
-                    }
-                    _ => {}
+    let config = LaunchConfig {
+        grid_dim: (plan.blocks as u32, 1, 1),
+        block_dim: (THREADS_PER_BLOCK as u32, 1, 1),
+        shared_mem_bytes: plan.shared as u32,
+    };
+    // The launch goes while the staging threads write the first chunk.
+    // SAFETY: the argument's pointers address the staging and control
+    // buffers and the outputs, held until the kernel has said it is
+    // finished (it touches none of them after) or the stream is
+    // synchronized (the caller's, when it has not), the GPU's kept words,
+    // and device memory dropped after the launch (freed in the stream's
+    // order); the kernel was given `shared` bytes, every warp's room; a
+    // cooperative launch puts every block on the GPU at once, or fails.
+    let launch = || unsafe { gpu.launch(stream, &plan.function, config, true, argument) };
+    let images = &plan.images;
+    let (ranges, counts) = chunk_ranges(images, &plan.values_at, plan.dims, pairs);
+    let staged = [
+        (plan.values_at[0], &images[0]),
+        (plan.values_at[1], &images[1]),
+    ];
+    let mut next = 0;
+    let last = counts.len() - 1;
+    let publish = |_range: Range<usize>| -> Result<()> {
+        if let Some(count) = counts[next] {
+            match fault {
+                Some(StreamedFault::FailAfterFirstChunk) if count < pairs => {
+                    return Err(Error::GpuFailure("injected fault: the host stopped".into()));
                 }
-                written.store(count as u32, Ordering::Release);
+                Some(StreamedFault::StallBeforeLastChunk) if next == last => {
+                    std::thread::sleep(TEST_STALL);
+                }
+                _ => {}
             }
-            next += 1;
-            Ok(())
-        };
-        let abandon = Abandon(written);
-        // SAFETY: the staging buffer holds every range and image; only the
-        // staging writes it while the kernel reads what it has published.
-        unsafe { stage_in_order(Staging(at), &staged, &ranges, launch, || Ok(()), publish) }?;
-        std::mem::forget(abandon);
-        // SAFETY: the control buffer holds the words, as above.
-        let (finished, gave_up) =
-            unsafe { (AtomicU32::from_ptr(finished), AtomicU32::from_ptr(gave_up)) };
-        // A warp that gave up said so before it was through: visible once
-        // `finished` is.
-        let gave_up = || gave_up.load(Ordering::Acquire) != 0;
-        if !wait_until_finished(stream, finished)? || gave_up() {
-            // Some pairs have no value: the ordinary way, once the kernel
-            // has ended.
-            wait_stream(stream, "the streamed paired kernel")?;
-            STREAMED_FALLBACKS.fetch_add(1, Ordering::Relaxed);
-            return Ok(None);
+            control.written.store(count as u32, Ordering::Release);
         }
-        // SAFETY: every pair's warp wrote its value before the last of them
-        // raised `finished` (read with acquire above); none writes to the
-        // outputs after.
-        let values = unsafe { outputs.read_finished::<T>() };
-        STREAMED_CALLS.with(|calls| calls.set(calls.get() + 1));
-        Ok(Some(values))
-    })();
-    let finished = computed.is_ok() || wait_stream(stream, "the streamed paired kernel").is_ok();
-    give_back(gpu, [staging, control], finished);
-    computed
+        next += 1;
+        Ok(())
+    };
+    let abandon = Abandon(control.written);
+    // SAFETY: the staging buffer holds every range and image; only the
+    // staging writes it while the kernel reads what it has published.
+    unsafe { stage_in_order(Staging(at), &staged, &ranges, launch, || Ok(()), publish) }?;
+    std::mem::forget(abandon);
+    // SAFETY: the control buffer holds the words (the caller's).
+    let (finished, gave_up) = unsafe {
+        (
+            AtomicU32::from_ptr(control.finished),
+            AtomicU32::from_ptr(control.gave_up),
+        )
+    };
+    // A warp that gave up said so before it was through: visible once
+    // `finished` is.
+    let gave_up = || gave_up.load(Ordering::Acquire) != 0;
+    if !wait_until_finished(stream, finished)? || gave_up() {
+        // Some pairs have no value: the ordinary way, once the kernel has
+        // ended.
+        wait_stream(stream, "the streamed paired kernel")?;
+        STREAMED_FALLBACKS.fetch_add(1, Ordering::Relaxed);
+        return Ok(None);
+    }
+    // SAFETY: every pair's warp wrote its value before the last of them
+    // raised `finished` (read with acquire above); none writes to the
+    // outputs after.
+    let values = unsafe { outputs.read_finished::<T>() };
+    STREAMED_CALLS.with(|calls| calls.set(calls.get() + 1));
+    Ok(Some(values))
+}
+
+/// The two batches as the kernel reads them from the staging buffer at
+/// `at`; the offsets of a batch whose series differ in length are written
+/// there first, rebased, in the room the layout keeps for them.
+///
+/// # Safety
+///
+/// `at` addresses a buffer of `plan.total` bytes that nothing else touches.
+unsafe fn staged_set_refs<T: Float>(plan: &StreamedPlan, at: *mut u8) -> Vec<SetRef<T>> {
+    let mut offsets_at = 0;
+    let mut refs = Vec::with_capacity(2);
+    for (image, &values) in plan.images.iter().zip(&plan.values_at) {
+        let layout = image.layout;
+        let uniform = image.lengths.0 == image.lengths.1;
+        if !uniform {
+            let rebased: Vec<u64> = image
+                .offsets
+                .iter()
+                .map(|&o| o - image.offsets[0])
+                .collect();
+            let bytes = as_bytes_u64(&rebased);
+            // SAFETY: the layout keeps room for them at `offsets_at`.
+            unsafe { std::slice::from_raw_parts_mut(at.add(offsets_at), bytes.len()) }
+                .copy_from_slice(bytes);
+        }
+        let values = at as u64 + values as u64;
+        refs.push(SetRef::<T> {
+            values: values as *const T,
+            offsets: if uniform {
+                std::ptr::null()
+            } else {
+                (at as u64 + offsets_at as u64) as *const u64
+            },
+            times: if layout.times {
+                (values + (layout.times_at() - layout.values_at()) as u64) as *const T
+            } else {
+                std::ptr::null()
+            },
+            count: plan.pairs as u64,
+            dims: plan.dims as u64,
+            uniform_len: if uniform { image.lengths.0 as u64 } else { 0 },
+            uniform_first: 0,
+        });
+        offsets_at += layout.values_at();
+    }
+    refs
 }
 
 /// Waits until the kernel on `stream` raises `finished`: true then; false
@@ -404,129 +509,5 @@ struct Abandon<'a>(&'a AtomicU32);
 impl Drop for Abandon<'_> {
     fn drop(&mut self) {
         self.0.store(ABANDONED, Ordering::Release);
-    }
-}
-
-/// The staging's ranges of the buffer in the order they are written, and
-/// after each the count of pairs written once it is (`None` but for a
-/// chunk's last range): chunks of pairs of about [`CHUNK_BYTES`], each
-/// the values of `x`, its timestamps (if any), then those of `y`.
-/// `values_at` is where each image's values start in the buffer.
-fn chunk_ranges(
-    images: &[Image; 2],
-    values_at: &[usize],
-    dims: usize,
-    pairs: usize,
-) -> (Vec<Range<usize>>, Vec<Option<usize>>) {
-    let uniform = images
-        .iter()
-        .all(|image| image.lengths.0 == image.lengths.1);
-    chunks_of(images, values_at, dims, pairs, uniform)
-}
-
-/// [`chunk_ranges`]; with `uniform` (every series of each image of one
-/// length), a chunk's pairs are counted at once rather than one by one
-/// (the calling thread does this before the launch).
-fn chunks_of(
-    images: &[Image; 2],
-    values_at: &[usize],
-    dims: usize,
-    pairs: usize,
-    uniform: bool,
-) -> (Vec<Range<usize>>, Vec<Option<usize>>) {
-    let sample = |image: &Image, k: usize| (image.offsets[k] - image.offsets[0]) as usize;
-    let sample_bytes =
-        |image: &Image| image.layout.element * (dims + usize::from(image.layout.times));
-    let bytes = |from: usize, to: usize| -> usize {
-        images
-            .iter()
-            .map(|image| (sample(image, to) - sample(image, from)) * sample_bytes(image))
-            .sum()
-    };
-    let (mut ranges, mut counts) = (Vec::new(), Vec::new());
-    let mut first = 0;
-    while first < pairs {
-        let mut end = first + 1;
-        if uniform {
-            end = (first + CHUNK_BYTES.div_ceil(bytes(first, end))).min(pairs);
-        }
-        while end < pairs && bytes(first, end) < CHUNK_BYTES {
-            end += 1;
-        }
-        for (image, &at) in images.iter().zip(values_at) {
-            let layout = image.layout;
-            let value = layout.element * dims;
-            let (from, to) = (sample(image, first), sample(image, end));
-            ranges.push(at + from * value..at + to * value);
-            counts.push(None);
-            if layout.times {
-                let times = at + layout.times_at() - layout.values_at();
-                let element = layout.element;
-                ranges.push(times + from * element..times + to * element);
-                counts.push(None);
-            }
-        }
-        *counts.last_mut().expect("a chunk has ranges") = Some(end);
-        first = end;
-    }
-    (ranges, counts)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::gpu::plan::layout::test_sets::set;
-
-    /// The chunks cover every staged byte once, in order of the pairs, and
-    /// the count after a chunk is the pairs whose bytes are all in it or
-    /// before it.
-    #[test]
-    fn chunks_cover_the_pairs_in_order() {
-        for (lengths, dims, times) in [
-            (vec![128; 1024], 1, false),
-            (vec![3, 1, 70_000, 1, 9, 2, 4000, 1], 2, true),
-            (vec![1], 1, false),
-        ] {
-            let (x, y) = (set(&lengths, dims, times), set(&lengths, dims, times));
-            let pairs = lengths.len();
-            let images = [Image::new(&x, &(0..pairs)), Image::new(&y, &(0..pairs))];
-            let (values_at, _) = upload_places(&images);
-            let (ranges, counts) = chunk_ranges(&images, &values_at, dims, pairs);
-            let one_by_one = chunks_of(&images, &values_at, dims, pairs, false);
-            assert_eq!((&ranges, &counts), (&one_by_one.0, &one_by_one.1));
-            assert_eq!(ranges.len(), counts.len());
-            // Every byte of each image's values and timestamps, once.
-            let mut covered: Vec<Range<usize>> = ranges.clone();
-            covered.sort_by_key(|range| range.start);
-            for (image, &at) in images.iter().zip(&values_at) {
-                let end = at + image.layout.bytes() - image.layout.values_at();
-                let mut next = at;
-                for range in covered.iter().filter(|r| r.start >= at && r.end <= end) {
-                    assert_eq!(range.start, next, "no gap and no overlap");
-                    next = range.end;
-                }
-                assert_eq!(next, end);
-            }
-            // The counts rise to every pair, each after the last range that
-            // holds part of its pairs.
-            let published: Vec<usize> = counts.iter().flatten().copied().collect();
-            assert!(published.windows(2).all(|w| w[0] < w[1]));
-            assert_eq!(published.last(), Some(&pairs));
-            let per_value = size_of::<f64>() * dims;
-            let mut count = 0;
-            for (range, published) in ranges.iter().zip(&counts) {
-                let image = usize::from(range.start >= values_at[1]);
-                let sample =
-                    |k: usize| (images[image].offsets[k] - images[image].offsets[0]) as usize;
-                let values = values_at[image];
-                if range.end <= values + sample(pairs) * per_value {
-                    // A values range: it starts where the pairs counted end.
-                    assert_eq!(range.start, values + sample(count) * per_value);
-                }
-                if let Some(published) = published {
-                    count = *published;
-                }
-            }
-        }
     }
 }

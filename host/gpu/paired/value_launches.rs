@@ -22,7 +22,7 @@ use timewarp_kernels::drivers::stencil::VALUE_RINGS;
 use timewarp_kernels::hw::Tagged;
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::Numbering;
-use timewarp_kernels::{Driver, KernelId};
+use timewarp_kernels::{Driver, KernelId, SetRef};
 
 /// Threads per block of the paired warp kernels (4 warps).
 pub(super) const THREADS_PER_BLOCK: usize = 128;
@@ -281,40 +281,7 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
                 } as *mut T;
                 match launch.kind {
                     LaunchKind::Warp { panels } => {
-                        if panels {
-                            // The pipeline's counts start at zero, launch
-                            // after launch and chunk after chunk.
-                            let bytes = border * len * size_of::<T>();
-                            // SAFETY: the workspace holds `border` values a
-                            // pair.
-                            unsafe {
-                                driver::memset_d8_async(
-                                    workspace as u64,
-                                    0,
-                                    bytes,
-                                    stream.cu_stream(),
-                                )
-                            }
-                            .call("filling device memory")?;
-                        }
-                        let argument = PairsLaunch {
-                            a: refs.0,
-                            b: refs.1,
-                            params: self.params,
-                            out,
-                            workspace,
-                            row_len: border.max(1) as u64,
-                            first_pair: 0,
-                            pair_count: len as u64,
-                            numbering: Numbering::Paired,
-                        };
-                        // SAFETY: as below; the workspace holds `border`
-                        // values per pair, at least the longest series of
-                        // the launch plus one, or none is needed (one
-                        // panel).
-                        unsafe {
-                            gpu.launch_blocks(&launch.function, launch.geometry, 0, argument)
-                        }?;
+                        self.launch_warp(launch, refs, (out, workspace), (len, panels))?;
                     }
                     LaunchKind::Stencil { ring } => {
                         let mut argument =
@@ -373,5 +340,39 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
             Some(values) => values.read::<T>(),
             None => Ok(values),
         }
+    }
+
+    /// One launch of the warp kernel over a chunk of `len` pairs; with
+    /// panels, their borders (the pipeline's counts) zeroed first: they
+    /// start at zero launch after launch and chunk after chunk.
+    fn launch_warp(
+        &self,
+        launch: &PlannedLaunch,
+        (a, b): (SetRef<T>, SetRef<T>),
+        (out, workspace): (*mut T, *mut T),
+        (len, panels): (usize, bool),
+    ) -> Result<()> {
+        let (gpu, stream, border) = (self.gpu, &self.gpu.stream, self.border);
+        if panels {
+            let bytes = border * len * size_of::<T>();
+            // SAFETY: the workspace holds `border` values a pair.
+            unsafe { driver::memset_d8_async(workspace as u64, 0, bytes, stream.cu_stream()) }
+                .call("filling device memory")?;
+        }
+        let argument = PairsLaunch {
+            a,
+            b,
+            params: self.params,
+            out,
+            workspace,
+            row_len: border.max(1) as u64,
+            first_pair: 0,
+            pair_count: len as u64,
+            numbering: Numbering::Paired,
+        };
+        // SAFETY: as for the stencil launch in `run`; the workspace holds
+        // `border` values per pair, at least the longest series of the
+        // launch plus one, or none is needed (one panel).
+        unsafe { gpu.launch_blocks(&launch.function, launch.geometry, 0, argument) }
     }
 }

@@ -30,9 +30,10 @@ use crate::gpu::plan::{chunks, MAX_BLOCKS};
 use crate::gpu::runtime::context::{Gpu, KernelParams};
 use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
 use crate::gpu::runtime::wait::wait_stream;
-use crate::gpu::transfer::uploads::{
-    upload_bytes, upload_ranges_with, AsyncCopies, DeviceBatch, DeviceSeriesSet, UPLOAD_SLACK,
+use crate::gpu::transfer::call_uploads::{
+    upload_bytes, upload_ranges_with, AsyncCopies, UPLOAD_SLACK,
 };
+use crate::gpu::transfer::uploads::{DeviceBatch, DeviceSeriesSet};
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
 use std::mem::size_of;

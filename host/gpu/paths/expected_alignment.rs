@@ -8,7 +8,7 @@ use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::select::block_threads;
 use crate::gpu::runtime::context::{poison, Gpu, KernelParams};
 use crate::gpu::runtime::wait::wait_stream;
-use crate::gpu::transfer::uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
+use crate::gpu::transfer::call_uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use crate::{Error, Float, Result, SeriesSet};
 use cudarc::driver::DevicePtr;
 use ndarray::Array2;

@@ -13,11 +13,14 @@
 //! staged_copy    an upload's values staged through a kept pinned buffer,
 //!                each range copied as soon as it is written
 //! uploads        series in device memory: resident sets, the pipeline's
-//!                images, a call's uploaded ranges, the caller's tensors
+//!                images, the caller's tensors, and the kernels' view of them
+//! call_uploads   the ranges of host batches uploaded for one call, in one
+//!                allocation
 //! page_locked    batches in page-locked host memory
 //! matrix_output  the distance matrix the tiles' results are copied into
 //! ```
 
+pub(super) mod call_uploads;
 pub(super) mod image_writes;
 pub(super) mod matrix_output;
 pub(super) mod page_locked;
