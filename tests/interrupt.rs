@@ -1,7 +1,8 @@
 //! `timewarp::interrupt` stops one long pair on the CPU: its value (the
-//! wavefront over tiles), and DTW's and TWED's paths and Soft-DTW's
-//! alignment, each return `Error::Interrupted` instead of running to the
-//! end, and the next computation runs undisturbed.
+//! wavefront over tiles), and DTW's and TWED's paths, Soft-DTW's
+//! alignment and a subsequence alignment's pass over a long series, each
+//! return `Error::Interrupted` instead of running to the end, and the next
+//! computation runs undisturbed.
 //!
 //! A binary of its own, not a topic of `tests/suite`: an interrupt reaches
 //! every computation running in the process, so it would stop the other
@@ -97,6 +98,13 @@ fn an_interrupt_stops_one_long_pair() {
         )
     });
     assert_interrupted("soft_dtw_alignment", result);
+    // The forward pass of a subsequence alignment: 2,000 x 4,000,000 cells.
+    let query = series(2000, 0.5);
+    let recording: Vec<f64> = (0..4_000_000).map(|i| (i as f64 * 0.003).sin()).collect();
+    let result = interrupted(|| {
+        timewarp::search::subsequence_alignment(query.view(), &recording[..], Device::Cpu)
+    });
+    assert_interrupted("subsequence_alignment", result);
 
     // The next computation is not interrupted, and equals the pair's value
     // computed alone by the full-matrix oracle.

@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use timewarp::search::{
-    read_text, subsequences, Band, SearchOptions, SearchResult, SeriesFile, SeriesSource,
+    read_text, subsequence_alignment, subsequences, Band, SearchOptions, SearchResult, SeriesFile,
+    SeriesSource,
 };
 use timewarp::Device;
 
@@ -23,6 +24,9 @@ Examples:
   # Without z-normalisation, Euclidean distance (band 0)
   timewarp search query.txt series.f32 --band 0 --no-znorm
 
+  # The one best match of any length (DTW, free start and end) and its path
+  timewarp search query.txt series.f64 --align --out path.csv
+
 Files: .npy (1-D, or 2-D samples x dims, float64 or float32) and raw
 little-endian .f64 / .f32 are read unit by unit as they are searched, never
 whole; text files (.txt, .csv, ...: one sample a line, values separated by
@@ -33,7 +37,14 @@ distance the square root of the DTW cost, squared Euclidean local cost, as
 the UCR Suite prints it), on stdout or in --out; the pruning statistics on
 stderr. The search runs on the CPU, every core (not on the GPU yet: --device
 gpu is an error). The plot shows the series' first dimension with the
-matches shaded and numbered, and the query over the best match.";
+matches shaded and numbered, and the query over the best match.
+
+--align: the query against its one best subsequence of any length, under
+DTW with a free start and a free end in the series (tslearn's
+dtw_subsequence_path; no band, no z-normalisation, on one core). Output: the
+path's cells `i,j` (query sample i, series sample j), on stdout or in --out;
+the match's start, end and cost (the square root of the accumulated squared
+cost) on stderr.";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -61,6 +72,10 @@ pub struct Args {
     /// Write the matches to PATH (.csv) instead of stdout
     #[arg(long, value_name = "PATH")]
     out: Option<PathBuf>,
+    /// The one best match of any length and its path (DTW with a free
+    /// start and end; no band, no z-normalisation)
+    #[arg(long, conflicts_with_all = ["band", "k", "no_znorm", "exclusion", "plot"])]
+    align: bool,
     #[command(flatten)]
     plot: PlotArgs,
 }
@@ -106,6 +121,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         check_destination(out, &["csv"], "the matches")?;
     }
     args.plot.check()?;
+    if args.align {
+        return align(&args);
+    }
     if !(args.band >= 0.0 && args.band.is_finite()) {
         return Err(Failure::usage(format!(
             "--band {}: a fraction in [0, 1] of the query's length, or a radius above 1",
@@ -151,6 +169,34 @@ pub fn run(args: Args) -> Result<(), Failure> {
             args.plot.plot_size.0,
         )?;
         args.plot.write_with(&mut outputs, || figure)?;
+    }
+    outputs.commit()
+}
+
+/// `--align`: the path on stdout or in `--out`, the match on stderr.
+fn align(args: &Args) -> Result<(), Failure> {
+    let query = Loaded::open(&args.query)?;
+    let query = query.rows(0, query.with(|q| q.len()))?;
+    let series = Loaded::open(&args.series)?;
+    let started = Instant::now();
+    let found = series.with(|source| subsequence_alignment(query.view(), source, args.device))?;
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!(
+        "match: start {}, end {}, cost {} (series {}, query {}); time: {seconds:.3} s",
+        found.start,
+        found.end,
+        found.cost,
+        series.with(|s| s.len()),
+        query.nrows()
+    );
+    let mut csv = String::from("i,j\n");
+    for (i, j) in &found.path {
+        let _ = writeln!(csv, "{i},{j}");
+    }
+    let mut outputs = Outputs::default();
+    match &args.out {
+        Some(path) => outputs.write_bytes(path, csv.as_bytes())?,
+        None => print(&csv)?,
     }
     outputs.commit()
 }

@@ -1,7 +1,10 @@
 //! Similarity search: the `k` best places of a query in a long series
 //! under banded DTW, with the UCR Suite's cascade of lower bounds
 //! (Rakthanmanon et al., "Searching and Mining Trillions of Time Series
-//! Subsequences under Dynamic Time Warping", KDD 2012).
+//! Subsequences under Dynamic Time Warping", KDD 2012); and
+//! [`subsequence_alignment`], the one best match of a query under DTW with
+//! a free start and a free end (any length, no normalisation, with its
+//! path).
 //!
 //! ```
 //! use ndarray::Array2;
@@ -42,10 +45,12 @@ mod scan;
 mod select;
 mod source;
 mod stats;
+mod subsequence;
 
 pub use bounds::{envelope, lb_keogh, lb_kim};
 pub use file::{read_text, SeriesFile};
 pub use source::SeriesSource;
+pub use subsequence::{subsequence_alignment, SubsequenceAlignment};
 
 use crate::{Device, Error, Result};
 

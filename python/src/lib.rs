@@ -109,6 +109,7 @@ fn _timewarp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(paths::twed_path, m)?)?;
     m.add_function(wrap_pyfunction!(paths::soft_dtw_alignment, m)?)?;
     m.add_function(wrap_pyfunction!(search::search, m)?)?;
+    m.add_function(wrap_pyfunction!(search::subsequence_alignment, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_available, m)?)?;
     m.add_function(wrap_pyfunction!(errors::example_error, m)?)?;

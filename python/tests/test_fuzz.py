@@ -191,6 +191,7 @@ def test_paths(x, y, band, gamma, nu, lmbda, degree, device, times):
         )
     )
     run(lambda: timewarp.soft_dtw_alignment(x, y, gamma=gamma, band=band, device=device))
+    run(lambda: timewarp.subsequence_alignment(x, y, device=device))
 
 
 @FUZZ

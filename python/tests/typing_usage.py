@@ -37,6 +37,13 @@ def user_calls() -> None:
     print(d.shape, d2.shape, one, values.shape, len(gradients), len(path), cost, alignment.shape)
     print(value, timewarp.gpu_available(), timewarp.__version__)
 
+    match = timewarp.subsequence_alignment(x[0, :5], y[0], device="cpu")
+    assert_type(match, timewarp.SubsequenceAlignment)
+    assert_type(match.path, NDArray[np.int64])
+    assert_type(match.cost, float)
+    start: int = match.start
+    print(start, match.end)
+
     found: dict[str, Any] = timewarp.info()
     print(found["version"])
 
@@ -72,6 +79,10 @@ def extension_calls() -> None:
     )
     assert_type(steps, list[str])
     assert_type(value, float)
+
+    start, end, cost, cells = _timewarp.subsequence_alignment(a64[0], a32[1], "cpu")
+    assert_type(cells, NDArray[np.int64])
+    print(start + end, cost)
 
     resident = _timewarp.Resident(a64, "cpu")
     distances, indices = resident.kneighbors(a64, 2, "dtw", 1.0, None, 0.001, 1.0, 2.0)

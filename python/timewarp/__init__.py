@@ -6,8 +6,8 @@ GPUs and the CPU, with kernels written in Rust.
     >>> d = timewarp.cdist(x, metric="dtw")  # 100 x 100, on the GPU if there is one
 
 `cdist`, `distance`, `soft_dtw` (differentiable for torch tensors),
-`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `search`, `load`,
-`info`;
+`soft_dtw_gradient`, `SoftDTWLoss`, `KNeighborsClassifier`, `search`,
+`subsequence_alignment`, `load`, `info`;
 `timewarp.dask` (`cdist`, `knn` over a Dask cluster).
 Errors are `TimewarpError`s, and the builtin exception of their kind:
 `InputError` (a `ValueError`), `GpuError` (a `RuntimeError`),
@@ -39,7 +39,7 @@ from ._errors import (
 )
 from ._inputs import is_torch_tensor
 from ._paths import dtw_path, soft_dtw_alignment, twed_path
-from ._search import search
+from ._search import SubsequenceAlignment, search, subsequence_alignment
 from ._timewarp import __version__
 from .neighbors import KNeighborsClassifier
 
@@ -51,6 +51,7 @@ __all__ = [
     "KNeighborsClassifier",
     "OutOfMemoryError",
     "SoftDTWLoss",
+    "SubsequenceAlignment",
     "TimewarpError",
     "__version__",
     "cdist",
@@ -63,6 +64,7 @@ __all__ = [
     "soft_dtw",
     "soft_dtw_alignment",
     "soft_dtw_gradient",
+    "subsequence_alignment",
     "twed_path",
 ]
 

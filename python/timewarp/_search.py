@@ -1,12 +1,14 @@
 """Subsequence search: the best places of a query in a long series under
 banded DTW, with the UCR Suite's cascade of lower bounds, on every CPU
-core (docs/python.md, "Search")."""
+core; and the one best match of any length under DTW with a free start and
+end, with its path (docs/python.md, "Search")."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
+from numpy.typing import NDArray
 
 from . import _inputs
 from . import _timewarp as _ext
@@ -25,6 +27,20 @@ def _band(band: Any) -> tuple[float, bool]:
     if isinstance(band, (float, np.floating)):
         return float(band), False
     raise InputError(f"band = {band!r}: a fraction in [0, 1] or a radius in samples")
+
+
+def _query_and_series(query: Any, series: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """The query as C-contiguous float64 ``(m, dims)``, the series as
+    C-contiguous float32 or float64 ``(length, dims)``, from numpy arrays
+    or CPU tensors."""
+    prepared_query = _inputs.series(query, "query")
+    prepared_series = _inputs.series(series, "series")
+    for prepared, name in ((prepared_query, "query"), (prepared_series, "series")):
+        if prepared.origin.kind == "torch" and prepared.origin.torch_device.type != "cpu":
+            raise InputError(f"{name}: {what} takes CPU tensors (it runs on the CPU)")
+    q = _inputs.cast(prepared_query, np.dtype(np.float64))[0]
+    dtype = np.dtype(np.float32) if prepared_series.dtype == np.float32 else np.dtype(np.float64)
+    return q, _inputs.cast(prepared_series, dtype)[0]
 
 
 def search(
@@ -63,14 +79,43 @@ def search(
         or exclusion < 0
     ):
         raise InputError(f"exclusion = {exclusion!r}: a number of samples >= 0")
-    prepared_query = _inputs.series(query, "query")
-    prepared_series = _inputs.series(series, "series")
-    for prepared, name in ((prepared_query, "query"), (prepared_series, "series")):
-        if prepared.origin.kind == "torch" and prepared.origin.torch_device.type != "cpu":
-            raise InputError(f"{name}: search takes CPU tensors (the search runs on the CPU)")
-    q = _inputs.cast(prepared_query, np.dtype(np.float64))[0]
-    dtype = np.dtype(np.float32) if prepared_series.dtype == np.float32 else np.dtype(np.float64)
-    s = _inputs.cast(prepared_series, dtype)[0]
+    q, s = _query_and_series(query, series, "search")
     value, is_radius = _band(band)
     return _ext.search(q, s, value, is_radius, int(k), bool(znorm),
                        None if exclusion is None else int(exclusion), device)
+
+
+class SubsequenceAlignment(NamedTuple):
+    """The best match of a query in a long series (`subsequence_alignment`)."""
+
+    start: int
+    """The series' first sample in the match."""
+    end: int
+    """The series' last sample in the match (``end >= start``)."""
+    cost: float
+    """The square root of the accumulated squared Euclidean cost along the
+    path, as tslearn's ``dtw_subsequence_path`` returns it."""
+    path: NDArray[np.int64]
+    """``(L, 2)`` cells ``(i, j)``: query sample `i` meets series sample
+    `j`, from ``(0, start)`` to ``(m - 1, end)``."""
+
+
+def subsequence_alignment(query: Any, series: Any, device: str = "auto") -> SubsequenceAlignment:
+    """The best match of the whole `query` (``(m,)`` or ``(m, dims)``)
+    anywhere in `series` (``(length,)`` or ``(length, dims)``), numpy arrays
+    or CPU torch tensors, under DTW with a free start and a free end in the
+    series and no fixed length (tslearn's ``dtw_subsequence_path``,
+    dtaidistance's ``subsequence_alignment``): the same end, cost and path
+    as tslearn's. Squared Euclidean local cost over the dimensions
+    (dependent DTW), no band, no normalisation. Any lengths: the match may
+    be shorter than the query.
+
+    Ties: the earliest end among equal costs; along the path the diagonal
+    step, then the step from the query's previous sample, then the one from
+    the series' previous sample (tslearn's order). One pass over the series
+    on one CPU core, memory linear in `m` (then the path's); float32 series
+    are read as they are. ``device="gpu"`` raises (no GPU version yet).
+    """
+    q, s = _query_and_series(query, series, "subsequence_alignment")
+    start, end, cost, path = _ext.subsequence_alignment(q, s, device)
+    return SubsequenceAlignment(int(start), int(end), float(cost), path)

@@ -24,6 +24,7 @@ __all__ = [
     "twed_path",
     "soft_dtw_alignment",
     "search",
+    "subsequence_alignment",
     "info",
     "gpu_available",
     "Resident",
@@ -213,3 +214,10 @@ def search(
     exclusion: Optional[int],
     device_name: str,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], dict[str, Any]]: ...
+def subsequence_alignment(
+    query: NDArray[np.float64],
+    series: Union[NDArray[np.float64], NDArray[np.float32]],
+    device_name: str,
+) -> tuple[int, int, float, NDArray[np.int64]]:
+    """The best match of `query` anywhere in `series` under DTW with a free
+    start and end: (start, end, cost, path as `L x 2` cells)."""

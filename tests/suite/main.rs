@@ -16,6 +16,7 @@
 //! | `search` | subsequence search against a brute force; its bounds against the oracle's DTW; its errors |
 //! | `search_cli` | `timewarp search` end to end: matches, statistics, outputs, usage errors |
 //! | `search_files` | series searched in files read unit by unit (`.npy`, raw), text series |
+//! | `subsequence` | open-ended subsequence alignment against the brute force of its definition and tslearn's algorithm; its errors |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
 //! | `every_kernel` | every kernel of the catalogue launched once against the oracle (the sanitizer runs' set) |
@@ -41,3 +42,4 @@ mod resident;
 mod search;
 mod search_cli;
 mod search_files;
+mod subsequence;

@@ -183,3 +183,51 @@ fn search_usage_errors() {
         .code(2)
         .stderr(predicates::str::contains("(NaN) at sample 2"));
 }
+
+#[test]
+fn search_align_writes_the_librarys_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let series = walk(3000);
+    // The query: a stretch of the series, shifted a little.
+    let query: Vec<f64> = series[1200..1300].iter().map(|v| v + 0.01).collect();
+    let query_path = dir.path().join("query.txt");
+    write_text(&query_path, &query);
+    let npy = dir.path().join("series.npy");
+    ndarray_npy::write_npy(&npy, &ndarray::Array1::from(series.clone())).unwrap();
+    let q = Array2::from_shape_vec((query.len(), 1), query.clone()).unwrap();
+    let found =
+        timewarp::search::subsequence_alignment(q.view(), &series[..], Device::Cpu).unwrap();
+    assert!(
+        found.start.abs_diff(1200) <= 2 && found.end.abs_diff(1299) <= 2,
+        "{found:?}"
+    );
+    let mut want = String::from("i,j\n");
+    for (i, j) in &found.path {
+        want += &format!("{i},{j}\n");
+    }
+    let output = timewarp()
+        .arg("search")
+        .arg(&query_path)
+        .arg(&npy)
+        .arg("--align")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), want);
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let line = format!(
+        "match: start {}, end {}, cost {} ",
+        found.start, found.end, found.cost
+    );
+    assert!(stderr.contains(&line), "{stderr}");
+    // The options of the k best matches do not apply.
+    timewarp()
+        .arg("search")
+        .arg(&query_path)
+        .arg(&npy)
+        .args(["--align", "--k", "2"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cannot be used with"));
+}
