@@ -3,7 +3,7 @@
 
 use super::text::{finish, numbered_lines, parse_error, parse_value, quoted, shorten};
 use super::Dataset;
-use crate::Result;
+use crate::{Error, Result};
 use ndarray::Array2;
 use std::path::Path;
 
@@ -152,96 +152,147 @@ pub(super) fn parse(path: &Path, text: &str) -> Result<Dataset> {
                 "data before @data (header lines start with '@', comments with '#')".into(),
             ));
         }
-
-        let mut fields: Vec<&str> = line.split(':').collect();
-        if let Some(declared) = &header.labels {
-            let label =
-                match fields.split_last() {
-                    Some((label, rest)) if !rest.is_empty() => label.trim(),
-                    _ => return Err(error(
-                        "series has no class label (@classLabel true): expected values, ':', label"
-                            .into(),
-                    )),
-                };
-            if !declared.iter().any(|l| l == label) {
-                let hint = if label.contains(',') {
-                    " (is the label missing?)"
-                } else {
-                    ""
-                };
-                return Err(error(format!(
-                    "class label {} is not declared by @classLabel{hint}",
-                    quoted(label)
-                )));
-            }
-            labels.push(label.to_string());
-            fields.pop();
-        }
-
-        let dims = fields.len();
-        if let Some((expected, why)) = header.declared_dims() {
-            if dims != expected {
-                return Err(error(format!(
-                    "series has {dims} dimensions, expected {expected} ({why})"
-                )));
-            }
-        } else if let Some((expected, _)) = first {
-            if dims != expected {
-                return Err(error(format!(
-                    "series has {dims} dimensions, the first series has {expected}"
-                )));
-            }
-        }
-
-        let mut channels: Vec<Vec<f64>> = Vec::with_capacity(dims);
-        for (k, field) in fields.iter().enumerate() {
-            let values = field
-                .split(',')
-                .enumerate()
-                .map(|(i, v)| {
-                    parse_value(v).map_err(|bad| {
-                        error(bad.describe(format_args!("dimension {}, value {}", k + 1, i + 1)))
-                    })
-                })
-                .collect::<Result<Vec<f64>>>()?;
-            if let Some(first_channel) = channels.first() {
-                if values.len() != first_channel.len() {
-                    return Err(error(format!(
-                        "dimension {} has {} values, dimension 1 has {}",
-                        k + 1,
-                        values.len(),
-                        first_channel.len()
-                    )));
-                }
-            }
-            channels.push(values);
-        }
-        let length = channels.first().map_or(0, Vec::len);
-
-        if let Some((expected, why)) = header.declared_length() {
-            if length != expected {
-                return Err(error(format!(
-                    "series has length {length}, expected {expected} ({why})"
-                )));
-            }
-        } else if header.equal_length == Some(true) {
-            if let Some((_, expected)) = first {
-                if length != expected {
-                    return Err(error(format!(
-                        "series has length {length}, the first series has {expected} (@equalLength true)"
-                    )));
-                }
-            }
-        }
-        first.get_or_insert((dims, length));
-        series.push(Array2::from_shape_fn((length, dims), |(t, k)| {
-            channels[k][t]
-        }));
+        let (values, label) = parse_series(line, &header, first, &error)?;
+        first.get_or_insert((values.ncols(), values.nrows()));
+        series.push(values);
+        labels.extend(label);
     }
     if !in_data {
         return Err(parse_error(path, None, "no @data line (no series in file)"));
     }
     finish(path, series, header.labels.map(|_| labels))
+}
+
+/// One series' line: its values (a row per sample, a column per
+/// dimension) and its label when the header declares labels, checked
+/// against the header and the `first` series' dimensions and length.
+fn parse_series(
+    line: &str,
+    header: &TsHeader,
+    first: Option<(usize, usize)>,
+    error: &impl Fn(String) -> Error,
+) -> Result<(Array2<f64>, Option<String>)> {
+    let mut fields: Vec<&str> = line.split(':').collect();
+    let label = match &header.labels {
+        Some(declared) => Some(split_label(&mut fields, declared, error)?),
+        None => None,
+    };
+    let dims = fields.len();
+    check_dims(dims, header, first, error)?;
+    let channels = parse_channels(&fields, error)?;
+    let length = channels.first().map_or(0, Vec::len);
+    check_length(length, header, first, error)?;
+    let values = Array2::from_shape_fn((length, dims), |(t, k)| channels[k][t]);
+    Ok((values, label))
+}
+
+/// The class label, the last of `fields`, taken off them: one of those
+/// `declared`.
+fn split_label(
+    fields: &mut Vec<&str>,
+    declared: &[String],
+    error: &impl Fn(String) -> Error,
+) -> Result<String> {
+    let label = match fields.split_last() {
+        Some((label, rest)) if !rest.is_empty() => label.trim(),
+        _ => {
+            return Err(error(
+                "series has no class label (@classLabel true): expected values, ':', label".into(),
+            ))
+        }
+    };
+    if !declared.iter().any(|l| l == label) {
+        let hint = if label.contains(',') {
+            " (is the label missing?)"
+        } else {
+            ""
+        };
+        return Err(error(format!(
+            "class label {} is not declared by @classLabel{hint}",
+            quoted(label)
+        )));
+    }
+    let label = label.to_string();
+    fields.pop();
+    Ok(label)
+}
+
+/// A series has the dimensions the header declares, or else the first
+/// series'.
+fn check_dims(
+    dims: usize,
+    header: &TsHeader,
+    first: Option<(usize, usize)>,
+    error: &impl Fn(String) -> Error,
+) -> Result<()> {
+    if let Some((expected, why)) = header.declared_dims() {
+        if dims != expected {
+            return Err(error(format!(
+                "series has {dims} dimensions, expected {expected} ({why})"
+            )));
+        }
+    } else if let Some((expected, _)) = first {
+        if dims != expected {
+            return Err(error(format!(
+                "series has {dims} dimensions, the first series has {expected}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The values of each dimension's field, all of one length.
+fn parse_channels(fields: &[&str], error: &impl Fn(String) -> Error) -> Result<Vec<Vec<f64>>> {
+    let mut channels: Vec<Vec<f64>> = Vec::with_capacity(fields.len());
+    for (k, field) in fields.iter().enumerate() {
+        let values = field
+            .split(',')
+            .enumerate()
+            .map(|(i, v)| {
+                parse_value(v).map_err(|bad| {
+                    error(bad.describe(format_args!("dimension {}, value {}", k + 1, i + 1)))
+                })
+            })
+            .collect::<Result<Vec<f64>>>()?;
+        if let Some(first_channel) = channels.first() {
+            if values.len() != first_channel.len() {
+                return Err(error(format!(
+                    "dimension {} has {} values, dimension 1 has {}",
+                    k + 1,
+                    values.len(),
+                    first_channel.len()
+                )));
+            }
+        }
+        channels.push(values);
+    }
+    Ok(channels)
+}
+
+/// A series has the length the header declares, or the first series' with
+/// `@equalLength true`.
+fn check_length(
+    length: usize,
+    header: &TsHeader,
+    first: Option<(usize, usize)>,
+    error: &impl Fn(String) -> Error,
+) -> Result<()> {
+    if let Some((expected, why)) = header.declared_length() {
+        if length != expected {
+            return Err(error(format!(
+                "series has length {length}, expected {expected} ({why})"
+            )));
+        }
+    } else if header.equal_length == Some(true) {
+        if let Some((_, expected)) = first {
+            if length != expected {
+                return Err(error(format!(
+                    "series has length {length}, the first series has {expected} (@equalLength true)"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -326,9 +377,7 @@ mod tests {
     }
 
     #[test]
-    fn ts_bad_input() {
-        let head =
-            "@problemName p\n@univariate false\n@dimensions 2\n@classLabel true a b\n@data\n";
+    fn ts_bad_header() {
         let cases: &[(&str, Option<usize>, &str)] = &[
             ("@timeStamps true\n@data\n1:a\n", Some(1), "timestamps"),
             ("@targetLabel true\n@data\n1\n", Some(1), "regression"),
@@ -367,6 +416,12 @@ mod tests {
         for &(text, line, needle) in cases {
             assert_parse_error(read("bad.ts", text), line, needle);
         }
+    }
+
+    #[test]
+    fn ts_bad_series_line() {
+        let head =
+            "@problemName p\n@univariate false\n@dimensions 2\n@classLabel true a b\n@data\n";
         let data_cases: &[(&str, usize, &str)] = &[
             (
                 "1,2:3,4:a\n1,2:3,4:5,6:b\n",
@@ -404,6 +459,10 @@ mod tests {
         for &(data, line, needle) in data_cases {
             assert_parse_error(read("bad.ts", &format!("{head}{data}")), Some(line), needle);
         }
+    }
+
+    #[test]
+    fn ts_lengths_and_dimensions() {
         // Lengths: declared by @seriesLength, or equal to the first series'.
         let text = "@equalLength true\n@seriesLength 2\n@data\n1,2\n1,2,3\n";
         assert_parse_error(

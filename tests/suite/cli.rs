@@ -1010,18 +1010,20 @@ fn every_command_has_examples_in_its_help() {
     }
 }
 
+/// Writes `text` to the file `name` in `dir`; its path, as an argument.
+fn write_input(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 /// Bad input: exit status 2, one line on stderr naming the problem (and the
 /// file and line where there is one), nothing on stdout, no output file.
 #[test]
-fn bad_input_fails_cleanly() {
+fn bad_input_files_fail_cleanly() {
     let dir = TempDir::new().unwrap();
-    let file = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path.to_str().unwrap().to_string()
-    };
+    let file = |name: &str, text: &str| write_input(dir.path(), name, text);
     let good = file("good.csv", "1,2,3\n4,5,6\n");
-    let labelled = file("good.tsv", "x\t1\t2\t3\ny\t4\t5\t6\n");
     let cases: Vec<(Vec<String>, Vec<String>)> = vec![
         (
             vec![
@@ -1070,6 +1072,15 @@ fn bad_input_fails_cleanly() {
         expect_failure(command.arg(&out), &needles, 2);
         assert!(!out.exists());
     }
+    assert!(partial_files(dir.path()).is_empty());
+}
+
+/// Bad options of `distance`, as [`bad_input_files_fail_cleanly`].
+#[test]
+fn bad_distance_options_fail_cleanly() {
+    let dir = TempDir::new().unwrap();
+    let good = write_input(dir.path(), "good.csv", "1,2,3\n4,5,6\n");
+    let out = dir.path().join("out.csv");
     let parameters: [(&[&str], &str); 4] = [
         (&["--metric", "twed", "--nu", "-1"], "nu"),
         (&["--metric", "soft-dtw", "--gamma", "0"], "gamma"),
@@ -1111,12 +1122,15 @@ fn bad_input_fails_cleanly() {
         stderr.contains("--band") && stderr.contains("must be >= 0") && !stderr.contains("-- -3"),
         "{stderr}"
     );
-    assert!(std::fs::read_dir(dir.path()).unwrap().all(|entry| !entry
-        .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .contains("partial")));
+    assert!(partial_files(dir.path()).is_empty());
+}
 
+/// Bad input of `knn`, as [`bad_input_files_fail_cleanly`].
+#[test]
+fn bad_knn_input_fails_cleanly() {
+    let dir = TempDir::new().unwrap();
+    let good = write_input(dir.path(), "good.csv", "1,2,3\n4,5,6\n");
+    let labelled = write_input(dir.path(), "good.tsv", "x\t1\t2\t3\ny\t4\t5\t6\n");
     let knn_cases: [(&str, &str, &str, &[&str]); 3] = [
         (&good, &good, "1", &["good.csv", "labels"]),
         (&labelled, &labelled, "0", &["-k"]),

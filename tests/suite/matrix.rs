@@ -20,6 +20,7 @@
 //! GPU and fail without one under `REQUIRE_GPU=1`.
 
 use crate::common::*;
+use rand::rngs::StdRng;
 use std::sync::OnceLock;
 use timewarp::{
     distance_matrix, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet, SoftDtw, Twed, Variant,
@@ -100,104 +101,10 @@ pub fn cases() -> &'static [Case] {
     CASES.get_or_init(|| {
         let mut rng = rng(1);
         let mut cases = Vec::new();
-        for dims in [1, 3] {
-            let a = random_set(&mut rng, &[1, 2, 3, 17, 31, 32, 33, 128, 40], dims, 1.0);
-            let b = random_set(&mut rng, &[2, 1, 17, 32, 128, 9], dims, 1.0);
-            cases.push(Case {
-                itself: true,
-                ..case(
-                    format!("short mixed lengths, {dims} dims"),
-                    a,
-                    b,
-                    every_metric(),
-                )
-            });
-        }
-        // Non-uniform timestamps (TWED reads them), 1 x 50 and 50 x 7.
-        for dims in [1, 2] {
-            let a = random_timed_set(&mut rng, &[1, 50, 7], dims, 1.0);
-            let b = random_timed_set(&mut rng, &[50, 7, 1, 3], dims, 1.0);
-            cases.push(Case {
-                itself: true,
-                ..case(format!("timestamps, {dims} dims"), a, b, every_metric())
-            });
-        }
-        // Around a lane stripe and a warp's columns (32 x 1, 4, 8, 16) and
-        // tile heights (256, 512 rows), in both roles; timed (TWED reads
-        // the timestamps at the edges too).
-        for dims in [1, 3] {
-            let a = random_timed_set(
-                &mut rng,
-                &[1, 31, 33, 127, 129, 256, 257, 513, 1000],
-                dims,
-                1.0,
-            );
-            let b = random_timed_set(&mut rng, &[2, 32, 128, 255, 511, 512, 1025], dims, 1.0);
-            let metrics = vec![
-                Dtw::new().into(),
-                Dtw::with_band(5).into(),
-                SoftDtw::new(0.5).unwrap().into(),
-                Twed::new(0.5, 1.0, 2.0).unwrap().into(),
-            ];
-            cases.push(case(
-                format!("stripe and tile edges, {dims} dims"),
-                a,
-                b,
-                metrics,
-            ));
-        }
-        // Bands from radius 0 to wider than the series, unequal lengths.
-        let a = random_set(&mut rng, &[5, 17, 30, 1], 2, 1.0);
-        let b = random_set(&mut rng, &[9, 17, 1, 60], 2, 1.0);
-        let bands = [0, 1, 5, 200].map(|r| Dtw::with_band(r).into()).to_vec();
-        cases.push(Case {
-            itself: true,
-            ..case("bands, unequal lengths", a, b, bands)
-        });
-        // Narrow bands the sheared band driver takes.
-        for dims in [1, 3] {
-            let a = random_set(&mut rng, &[300, 301, 290], dims, 1.0);
-            let b = random_set(&mut rng, &[300, 310, 333], dims, 1.0);
-            let metrics = [0, 1, 7, 40]
-                .into_iter()
-                .flat_map(|r| {
-                    [
-                        Dtw::with_band(r).into(),
-                        SoftDtw::new(0.5).unwrap().with_band(r).into(),
-                    ]
-                })
-                .collect();
-            cases.push(case(format!("narrow bands, {dims} dims"), a, b, metrics));
-        }
-        // Huge and tiny values. TWED's nu and lambda would swamp tiny values
-        // and vanish next to huge ones; nu = lambda = 0 keeps every term of
-        // the scale's size.
-        for (scale, f64_only) in [(1e100, true), (1e-100, true), (1e15, false), (1e-15, false)] {
-            let a = random_set(&mut rng, &[7, 20], 2, scale);
-            let b = random_set(&mut rng, &[20, 3, 1], 2, scale);
-            let metrics = vec![
-                Dtw::new().into(),
-                Dtw::with_band(2).into(),
-                SoftDtw::new(scale * scale).unwrap().into(),
-                Twed::new(0.0, 0.0, 2.0).unwrap().into(),
-            ];
-            cases.push(Case {
-                f64_only,
-                itself: true,
-                ..case(format!("values scaled by {scale:e}"), a, b, metrics)
-            });
-        }
-        // TWED in 28 dimensions, every kind of degree.
-        let a = random_timed_set(&mut rng, &[1, 33, 300], 28, 1.0);
-        let b = random_timed_set(&mut rng, &[2, 257], 28, 1.0);
-        let twed = [1.0, 2.0, 3.0]
-            .map(|degree| Twed::new(0.5, 1.0, degree).unwrap().into())
-            .to_vec();
-        cases.push(case("TWED in 28 dimensions", a, b, twed.clone()));
-        // The same, short enough for the variants of a thread a pair.
-        let a = random_timed_set(&mut rng, &[1, 33, 120], 28, 1.0);
-        let b = random_timed_set(&mut rng, &[2, 65], 28, 1.0);
-        cases.push(case("TWED in 28 dimensions, short", a, b, twed));
+        length_cases(&mut rng, &mut cases);
+        band_cases(&mut rng, &mut cases);
+        value_cases(&mut rng, &mut cases);
+        twed_dimension_cases(&mut rng, &mut cases);
         // Real data.
         cases.push(Case {
             itself: true,
@@ -208,31 +115,146 @@ pub fn cases() -> &'static [Case] {
                 every_metric(),
             )
         });
-        // Long series, one pair of each orientation.
-        for dims in [1, 3] {
-            let a = random_set(&mut rng, &[1000, 17], dims, 1.0);
-            let b = random_set(&mut rng, &[1000, 128, 1], dims, 1.0);
-            cases.push(Case {
-                itself: true,
-                ..case(format!("length 1000, {dims} dims"), a, b, long_metrics())
-            });
-        }
-        let a = random_timed_set(&mut rng, &[4097, 1000], 1, 1.0);
-        let b = random_timed_set(&mut rng, &[4097, 1], 1, 1.0);
-        cases.push(Case {
-            long: true,
-            ..case("4097 and 1000", a, b, long_metrics())
-        });
-        for (n, m) in [(1, 5000), (5000, 7)] {
-            let a = random_set(&mut rng, &[n], 1, 1.0);
-            let b = random_set(&mut rng, &[m], 1, 1.0);
-            cases.push(Case {
-                long: true,
-                ..case(format!("{n} x {m}"), a, b, long_metrics())
-            });
-        }
+        long_cases(&mut rng, &mut cases);
         cases
     })
+}
+
+/// Lengths short and mixed, with and without timestamps, and around the
+/// drivers' stripes, warps and tiles.
+fn length_cases(rng: &mut StdRng, cases: &mut Vec<Case>) {
+    for dims in [1, 3] {
+        let a = random_set(rng, &[1, 2, 3, 17, 31, 32, 33, 128, 40], dims, 1.0);
+        let b = random_set(rng, &[2, 1, 17, 32, 128, 9], dims, 1.0);
+        cases.push(Case {
+            itself: true,
+            ..case(
+                format!("short mixed lengths, {dims} dims"),
+                a,
+                b,
+                every_metric(),
+            )
+        });
+    }
+    // Non-uniform timestamps (TWED reads them), 1 x 50 and 50 x 7.
+    for dims in [1, 2] {
+        let a = random_timed_set(rng, &[1, 50, 7], dims, 1.0);
+        let b = random_timed_set(rng, &[50, 7, 1, 3], dims, 1.0);
+        cases.push(Case {
+            itself: true,
+            ..case(format!("timestamps, {dims} dims"), a, b, every_metric())
+        });
+    }
+    // Around a lane stripe and a warp's columns (32 x 1, 4, 8, 16) and
+    // tile heights (256, 512 rows), in both roles; timed (TWED reads
+    // the timestamps at the edges too).
+    for dims in [1, 3] {
+        let a = random_timed_set(rng, &[1, 31, 33, 127, 129, 256, 257, 513, 1000], dims, 1.0);
+        let b = random_timed_set(rng, &[2, 32, 128, 255, 511, 512, 1025], dims, 1.0);
+        let metrics = vec![
+            Dtw::new().into(),
+            Dtw::with_band(5).into(),
+            SoftDtw::new(0.5).unwrap().into(),
+            Twed::new(0.5, 1.0, 2.0).unwrap().into(),
+        ];
+        cases.push(case(
+            format!("stripe and tile edges, {dims} dims"),
+            a,
+            b,
+            metrics,
+        ));
+    }
+}
+
+/// Sakoe-Chiba bands, wide and narrow.
+fn band_cases(rng: &mut StdRng, cases: &mut Vec<Case>) {
+    // Bands from radius 0 to wider than the series, unequal lengths.
+    let a = random_set(rng, &[5, 17, 30, 1], 2, 1.0);
+    let b = random_set(rng, &[9, 17, 1, 60], 2, 1.0);
+    let bands = [0, 1, 5, 200].map(|r| Dtw::with_band(r).into()).to_vec();
+    cases.push(Case {
+        itself: true,
+        ..case("bands, unequal lengths", a, b, bands)
+    });
+    // Narrow bands the sheared band driver takes.
+    for dims in [1, 3] {
+        let a = random_set(rng, &[300, 301, 290], dims, 1.0);
+        let b = random_set(rng, &[300, 310, 333], dims, 1.0);
+        let metrics = [0, 1, 7, 40]
+            .into_iter()
+            .flat_map(|r| {
+                [
+                    Dtw::with_band(r).into(),
+                    SoftDtw::new(0.5).unwrap().with_band(r).into(),
+                ]
+            })
+            .collect();
+        cases.push(case(format!("narrow bands, {dims} dims"), a, b, metrics));
+    }
+}
+
+/// Values of extreme scales.
+fn value_cases(rng: &mut StdRng, cases: &mut Vec<Case>) {
+    // Huge and tiny values. TWED's nu and lambda would swamp tiny values
+    // and vanish next to huge ones; nu = lambda = 0 keeps every term of
+    // the scale's size.
+    for (scale, f64_only) in [(1e100, true), (1e-100, true), (1e15, false), (1e-15, false)] {
+        let a = random_set(rng, &[7, 20], 2, scale);
+        let b = random_set(rng, &[20, 3, 1], 2, scale);
+        let metrics = vec![
+            Dtw::new().into(),
+            Dtw::with_band(2).into(),
+            SoftDtw::new(scale * scale).unwrap().into(),
+            Twed::new(0.0, 0.0, 2.0).unwrap().into(),
+        ];
+        cases.push(Case {
+            f64_only,
+            itself: true,
+            ..case(format!("values scaled by {scale:e}"), a, b, metrics)
+        });
+    }
+}
+
+/// TWED with many dimensions.
+fn twed_dimension_cases(rng: &mut StdRng, cases: &mut Vec<Case>) {
+    // TWED in 28 dimensions, every kind of degree.
+    let a = random_timed_set(rng, &[1, 33, 300], 28, 1.0);
+    let b = random_timed_set(rng, &[2, 257], 28, 1.0);
+    let twed = [1.0, 2.0, 3.0]
+        .map(|degree| Twed::new(0.5, 1.0, degree).unwrap().into())
+        .to_vec();
+    cases.push(case("TWED in 28 dimensions", a, b, twed.clone()));
+    // The same, short enough for the variants of a thread a pair.
+    let a = random_timed_set(rng, &[1, 33, 120], 28, 1.0);
+    let b = random_timed_set(rng, &[2, 65], 28, 1.0);
+    cases.push(case("TWED in 28 dimensions, short", a, b, twed));
+}
+
+/// Long series, and a single sample against thousands.
+fn long_cases(rng: &mut StdRng, cases: &mut Vec<Case>) {
+    // Long series, one pair of each orientation.
+    for dims in [1, 3] {
+        let a = random_set(rng, &[1000, 17], dims, 1.0);
+        let b = random_set(rng, &[1000, 128, 1], dims, 1.0);
+        cases.push(Case {
+            itself: true,
+            ..case(format!("length 1000, {dims} dims"), a, b, long_metrics())
+        });
+    }
+    let a = random_timed_set(rng, &[4097, 1000], 1, 1.0);
+    let b = random_timed_set(rng, &[4097, 1], 1, 1.0);
+    cases.push(Case {
+        long: true,
+        ..case("4097 and 1000", a, b, long_metrics())
+    });
+    for (n, m) in [(1, 5000), (5000, 7)] {
+        let a = random_set(rng, &[n], 1, 1.0);
+        let b = random_set(rng, &[m], 1, 1.0);
+        cases.push(Case {
+            long: true,
+            ..case(format!("{n} x {m}"), a, b, long_metrics())
+        });
+    }
 }
 
 /// Series a variant of a thread a pair takes in these tests: it computes a

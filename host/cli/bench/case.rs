@@ -52,6 +52,65 @@ pub fn bench_case<T: Float>(plan: &Plan, context: &CaseContext) -> Result<Vec<Ro
         Some(options) => default_variant(&batches, context.measure, options, plan.resident)?,
         None => None,
     };
+    let workload = format!(
+        "{} length {}, {} x {}, {}",
+        case.mode.label(context.metric),
+        context.length,
+        case.queries.len(),
+        reference_count(case),
+        T::NAME
+    );
+    let mut rows = Vec::new();
+    let mut cpu_seconds = None;
+    for backend in backends(plan, case.mode) {
+        let setting = Setting::new(backend, plan, gpu_options, default, &workload);
+        // Named backends and the default run whatever they take.
+        if !setting.is_default && (setting.of_all || backend == Backend::Cpu) {
+            if let Some(reason) = skip_reason::<T>(&setting, plan, context)? {
+                (context.say)(&format!("{}: skipped: {reason}", setting.label));
+                continue;
+            }
+        }
+        (context.say)(&format!("{}: timing", setting.label));
+        let before: Vec<GpuWork> = context.used.iter().map(|g| g.work()).collect();
+        let runner = Runner::new(&batches, context.measure, setting.options, setting.resident);
+        let timing = match runner.and_then(|r| time(&r, &batches, plan.repeats)) {
+            Ok(timing) => timing,
+            Err(Error::InvalidInput(reason)) if setting.of_all => {
+                (context.say)(&format!("{}: skipped: {reason}", setting.label));
+                continue;
+            }
+            Err(error) => return Err(error.into()),
+        };
+        if backend == Backend::Cpu {
+            cpu_seconds = Some(timing.seconds);
+        }
+        let gpu_shares = (backend != Backend::Cpu).then(|| gpu_shares(case, context.used, &before));
+        rows.push(Row {
+            metric: context.metric,
+            workload: case.mode,
+            length: context.length,
+            queries: case.queries.len(),
+            count: reference_count(case),
+            cells: case.cells(),
+            precision: T::NAME,
+            backend: setting.name,
+            mode: setting.mode_name,
+            band: context.band,
+            speedup_vs_cpu: cpu_seconds
+                .filter(|_| plan.compares())
+                .map(|cpu| cpu / timing.seconds),
+            timing,
+            pinned_input: plan.pinned_input,
+            gpu_shares,
+        });
+        (context.show)(rows.last().expect("just pushed"))?;
+    }
+    Ok(rows)
+}
+
+/// The backends `plan` times a case of `mode` on, the CPU first.
+fn backends(plan: &Plan, mode: Mode) -> Vec<Backend> {
     let mut backends = Vec::new();
     if plan.cpu {
         backends.push(Backend::Cpu);
@@ -61,25 +120,50 @@ pub fn bench_case<T: Float>(plan: &Plan, context: &CaseContext) -> Result<Vec<Ro
             Variants::Default => backends.push(Backend::Gpu(None)),
             Variants::Named(list) => backends.extend(list.iter().map(|&v| Backend::Gpu(Some(v)))),
             Variants::All => backends.extend(
-                variants_for(case.mode, plan.resident)
+                variants_for(mode, plan.resident)
                     .into_iter()
                     .map(|v| Backend::Gpu(Some(v))),
             ),
         }
     }
-    let workload = format!(
-        "{} length {}, {} x {}, {}",
-        case.mode.label(context.metric),
-        context.length,
-        case.queries.len(),
-        case.references
-            .as_ref()
-            .map_or(case.queries.len(), |r| r.len()),
-        T::NAME
-    );
-    let mut rows = Vec::new();
-    let mut cpu_seconds = None;
-    for backend in backends {
+    backends
+}
+
+/// References of a case (a set against itself: its series).
+fn reference_count(case: &Case) -> usize {
+    case.references
+        .as_ref()
+        .map_or(case.queries.len(), |r| r.len())
+}
+
+/// How a case is timed on one backend, and how its row and lines name it.
+struct Setting {
+    backend: Backend,
+    /// The row's backend: `cpu`, `gpu:<variant>`, or `gpu` where the
+    /// library chooses none.
+    name: String,
+    options: ComputeOptions,
+    resident: bool,
+    /// What `timewarp distance` would compute on: timed whatever it takes.
+    is_default: bool,
+    /// A GPU variant of `--variant all`: skipped when it cannot take the case.
+    of_all: bool,
+    /// The row's mode: streamed or resident; none for the CPU.
+    mode_name: Option<&'static str>,
+    /// The start of its lines on stderr.
+    label: String,
+}
+
+impl Setting {
+    /// `backend` for the case `workload` names; `default` is the variant
+    /// the library chooses on `gpu_options`' GPUs.
+    fn new(
+        backend: Backend,
+        plan: &Plan,
+        gpu_options: Option<ComputeOptions>,
+        default: Option<Variant>,
+        workload: &str,
+    ) -> Setting {
         let (name, options, resident) = match backend {
             Backend::Cpu => ("cpu".to_string(), ComputeOptions::on(Device::Cpu), false),
             Backend::Gpu(variant) => {
@@ -96,7 +180,7 @@ pub fn bench_case<T: Float>(plan: &Plan, context: &CaseContext) -> Result<Vec<Ro
             Backend::Cpu => !plan.cpu_is_extra,
             Backend::Gpu(variant) => variant.is_none() || variant == default,
         };
-        let all = plan.variants == Variants::All && backend != Backend::Cpu;
+        let of_all = plan.variants == Variants::All && backend != Backend::Cpu;
         let mode_name = match (backend, resident) {
             (Backend::Cpu, _) => None,
             (_, true) => Some("resident"),
@@ -104,104 +188,84 @@ pub fn bench_case<T: Float>(plan: &Plan, context: &CaseContext) -> Result<Vec<Ro
         };
         let label = format!(
             "bench: {workload}, {name}{}{}",
-            if all && is_default { " (default)" } else { "" },
+            if of_all && is_default {
+                " (default)"
+            } else {
+                ""
+            },
             mode_name.map_or(String::new(), |m| format!(", {m}"))
         );
-        // Named backends and the default run whatever they take.
-        if !is_default && (all || backend == Backend::Cpu) {
-            let runner = |probe: &Case| -> timewarp::Result<f64> {
-                let batches = Batches::<T>::of(probe)?;
-                let runner = Runner::new(&batches, context.measure, options, resident)?;
-                let queries = &batches.queries;
-                runner.run(queries)?;
-                Ok(runner.run(queries)?.as_secs_f64())
-            };
-            // The CPU runs one query first (the warm-up), then a sample.
-            let share = match (backend, &case.references) {
-                (Backend::Cpu, Some(_)) => 1.0 / case.queries.len() as f64,
-                _ => 1.0,
-            };
-            match estimate(case, share, plan.limit_seconds, runner) {
-                Ok(Estimate::Over {
-                    seconds,
-                    probe_cells,
-                    probe_seconds,
-                }) => {
-                    (context.say)(&format!(
-                        "{label}: skipped: one run estimated at {} s (a probe of {:.3e} cells took {} ms, \
-                         scaled by cells), over --limit-seconds {}",
-                        three_significant_digits(seconds),
-                        probe_cells,
-                        three_significant_digits(probe_seconds * 1e3),
-                        plan.limit_seconds
-                    ));
-                    continue;
-                }
-                Ok(_) => {}
-                Err(Error::InvalidInput(reason)) if all => {
-                    (context.say)(&format!("{label}: skipped: {reason}"));
-                    continue;
-                }
-                Err(error) => return Err(error.into()),
-            }
+        Setting {
+            backend,
+            name,
+            options,
+            resident,
+            is_default,
+            of_all,
+            mode_name,
+            label,
         }
-        (context.say)(&format!("{label}: timing"));
-        let before: Vec<GpuWork> = context.used.iter().map(|g| g.work()).collect();
-        let runner = Runner::new(&batches, context.measure, options, resident);
-        let timing = match runner.and_then(|r| time(&r, &batches, plan.repeats)) {
-            Ok(timing) => timing,
-            Err(Error::InvalidInput(reason)) if all => {
-                (context.say)(&format!("{label}: skipped: {reason}"));
-                continue;
-            }
-            Err(error) => return Err(error.into()),
-        };
-        if backend == Backend::Cpu {
-            cpu_seconds = Some(timing.seconds);
-        }
-        let gpu_shares = (backend != Backend::Cpu).then(|| {
-            let cells_per_pair = case.cells() / case.pairs();
-            context
-                .used
-                .iter()
-                .zip(&before)
-                .map(|(gpu, before)| {
-                    let work = gpu.work().since(*before);
-                    let seconds = work.time.as_secs_f64();
-                    GpuShare {
-                        name: gpu.name(),
-                        pairs: work.pairs,
-                        seconds,
-                        gcups: work.pairs as f64 * cells_per_pair / seconds / 1e9,
-                    }
-                })
-                .filter(|share| share.pairs > 0)
-                .collect()
-        });
-        rows.push(Row {
-            metric: context.metric,
-            workload: case.mode,
-            length: context.length,
-            queries: case.queries.len(),
-            count: case
-                .references
-                .as_ref()
-                .map_or(case.queries.len(), |r| r.len()),
-            cells: case.cells(),
-            precision: T::NAME,
-            backend: name,
-            mode: mode_name,
-            band: context.band,
-            speedup_vs_cpu: cpu_seconds
-                .filter(|_| plan.compares())
-                .map(|cpu| cpu / timing.seconds),
-            timing,
-            pinned_input: plan.pinned_input,
-            gpu_shares,
-        });
-        (context.show)(rows.last().expect("just pushed"))?;
     }
-    Ok(rows)
+}
+
+/// Why the case is not timed on `setting`'s backend, if it is not: one
+/// run estimated (by timed probes) over `--limit-seconds`, or, for a
+/// variant of `--variant all`, a case it cannot take.
+fn skip_reason<T: Float>(
+    setting: &Setting,
+    plan: &Plan,
+    context: &CaseContext,
+) -> Result<Option<String>, Failure> {
+    let case = context.case;
+    let runner = |probe: &Case| -> timewarp::Result<f64> {
+        let batches = Batches::<T>::of(probe)?;
+        let runner = Runner::new(&batches, context.measure, setting.options, setting.resident)?;
+        let queries = &batches.queries;
+        runner.run(queries)?;
+        Ok(runner.run(queries)?.as_secs_f64())
+    };
+    // The CPU runs one query first (the warm-up), then a sample.
+    let share = match (setting.backend, &case.references) {
+        (Backend::Cpu, Some(_)) => 1.0 / case.queries.len() as f64,
+        _ => 1.0,
+    };
+    match estimate(case, share, plan.limit_seconds, runner) {
+        Ok(Estimate::Over {
+            seconds,
+            probe_cells,
+            probe_seconds,
+        }) => Ok(Some(format!(
+            "one run estimated at {} s (a probe of {:.3e} cells took {} ms, scaled by cells), \
+             over --limit-seconds {}",
+            three_significant_digits(seconds),
+            probe_cells,
+            three_significant_digits(probe_seconds * 1e3),
+            plan.limit_seconds
+        ))),
+        Ok(_) => Ok(None),
+        Err(Error::InvalidInput(reason)) if setting.of_all => Ok(Some(reason)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Each GPU's share of the work done since `before` (its counters then,
+/// in `used`'s order): those that computed pairs.
+fn gpu_shares(case: &Case, used: &[&'static Gpu], before: &[GpuWork]) -> Vec<GpuShare> {
+    let cells_per_pair = case.cells() / case.pairs();
+    used.iter()
+        .zip(before)
+        .map(|(gpu, before)| {
+            let work = gpu.work().since(*before);
+            let seconds = work.time.as_secs_f64();
+            GpuShare {
+                name: gpu.name(),
+                pairs: work.pairs,
+                seconds,
+                gcups: work.pairs as f64 * cells_per_pair / seconds / 1e9,
+            }
+        })
+        .filter(|share| share.pairs > 0)
+        .collect()
 }
 
 /// The variant the library chooses for the case on a GPU, as

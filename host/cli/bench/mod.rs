@@ -5,18 +5,16 @@
 mod case;
 mod probe;
 mod report;
+mod request;
 mod timing;
 
-use super::memory::check_fits;
-use super::{
-    check_variants_apply, print, progress_bar, ptx_build, resolve, ComputeArgs, Failure, MetricKind,
-};
+use super::{print, progress_bar, ptx_build, ComputeArgs, Failure, MetricKind};
 use case::{bench_case, CaseContext};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
+use indicatif::ProgressBar;
 use report::{json, setup_lines, share_lines, table_line, Mode, Row};
+use request::{cases, request, Request};
 use std::time::Duration;
-use timewarp::data::{cbf, random_normal};
-use timewarp::formats;
 use timewarp::gpu::{self, Gpu};
 use timewarp::{Dtw, GpuSet, Metric, Precision, SeriesSet, Variant};
 
@@ -247,32 +245,6 @@ fn variants_for(mode: Mode, resident: bool) -> Vec<Variant> {
         .collect()
 }
 
-/// Bytes the generated cases take at once: every case's series in f64
-/// (all made up front), and the largest case's copy in the precision of
-/// the run (`precision` bytes a value) with its results; `None` past
-/// `usize`.
-fn generated_bytes(
-    lengths: &[usize],
-    queries: usize,
-    count: usize,
-    mode: Mode,
-    precision: usize,
-) -> Option<usize> {
-    let (mut all, mut largest) = (0usize, 0usize);
-    for &length in lengths {
-        let samples = queries.checked_add(count)?.checked_mul(length)?;
-        all = all.checked_add(samples.checked_mul(size_of::<f64>())?)?;
-        let results = match mode {
-            Mode::Matrix => queries.checked_mul(count)?,
-            Mode::Paired => queries,
-            Mode::PairedGradient => queries.checked_mul(length)?.checked_add(queries)?,
-        };
-        let case = samples.checked_add(results)?.checked_mul(precision)?;
-        largest = largest.max(case);
-    }
-    all.checked_add(largest)
-}
-
 /// The measure with its default parameters and a band of `radius`.
 fn with_band(metric: Metric, radius: Option<usize>) -> Metric {
     match (metric, radius) {
@@ -345,223 +317,19 @@ struct Plan {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    if args.lengths.contains(&0) || args.count == Some(0) || args.repeats == 0 {
-        return Err(Failure::usage(
-            "--lengths, --count and --repeats must be at least 1",
-        ));
-    }
-    if !(args.limit_seconds > 0.0 && args.limit_seconds.is_finite()) {
-        return Err(Failure::usage(
-            "--limit-seconds must be a finite number > 0",
-        ));
-    }
-    let metrics = if args.metric.is_empty() {
-        MetricKind::ALL.to_vec()
-    } else {
-        args.metric.clone()
-    };
-    check_variants_apply(!args.variant.is_empty(), args.compute.device)?;
-    let mode = match (args.paired, args.gradient) {
-        (false, _) => Mode::Matrix,
-        (true, false) => Mode::Paired,
-        (true, true) => Mode::PairedGradient,
-    };
-    if mode != Mode::Matrix
-        && (metrics.iter().any(|&m| m != MetricKind::SoftDtw) || args.file.is_some())
-    {
-        return Err(Failure::usage(
-            "--paired times Soft-DTW on generated data: use --metric soft-dtw and no --file",
-        ));
-    }
-    let gradient_variant = |item: &VariantItem| match item {
-        VariantItem::One(variant) => variants_for(Mode::PairedGradient, false).contains(variant),
-        VariantItem::All => true,
-    };
-    if mode == Mode::PairedGradient && !args.variant.iter().all(gradient_variant) {
-        return Err(Failure::usage(
-            "--gradient times the warp or stencil variant (or all of them)",
-        ));
-    }
-    if args.resident && args.file.is_some() {
-        return Err(Failure::usage(
-            "--resident times queries against references; --file times a set against itself",
-        ));
-    }
-    let gpus = args.compute.gpus()?;
-    let timing_gpu = resolve(args.compute.device, gpus)?.is_gpu();
-    for (flag, given) in [
-        ("--resident", args.resident),
-        ("--pinned-input", args.pinned_input),
-    ] {
-        if given && !timing_gpu {
-            return Err(Failure::usage(format!(
-                "{flag} is about copies to a GPU: it needs --device gpu, or auto with a usable GPU"
-            )));
-        }
-    }
-    let count = args.count.unwrap_or(if timing_gpu { 256 } else { 64 });
-    let queries = if mode == Mode::Matrix {
-        args.queries.unwrap_or(count)
-    } else {
-        count
-    };
-    if queries == 0 {
-        return Err(Failure::usage("--queries must be at least 1"));
-    }
-    if let Some(fraction) = args.band {
-        if !(fraction >= 0.0 && fraction.is_finite()) {
-            return Err(Failure::usage("--band must be a finite fraction >= 0"));
-        }
-        if metrics.contains(&MetricKind::Twed) {
-            return Err(Failure::usage(
-                "--band applies to --metric dtw and soft-dtw (TWED has no band)",
-            ));
-        }
-    }
-    let plan = Plan {
-        cpu: !timing_gpu || args.with_cpu,
-        cpu_is_extra: timing_gpu && args.with_cpu,
-        gpu: timing_gpu.then_some(gpus),
-        variants: Variants::of(&args.variant),
-        resident: args.resident,
-        pinned_input: args.pinned_input,
-        repeats: args.repeats,
-        limit_seconds: args.limit_seconds,
-        precision: args.compute.precision,
-    };
-    let precision = args.compute.precision_name();
-    if args.file.is_none() {
-        check_fits(
-            &format!(
-                "the generated series and results ({} x {}, length up to {}, {precision})",
-                super::counted(queries, "query", "queries"),
-                super::counted(count, "reference", "references"),
-                args.lengths.iter().max().unwrap_or(&0)
-            ),
-            generated_bytes(
-                &args.lengths,
-                queries,
-                count,
-                mode,
-                args.compute.precision_bytes(),
-            ),
-            "use fewer --queries or --count, or shorter --lengths",
-        )?;
-    }
-    let runs = super::counted(args.repeats, "run", "runs");
-    let cpu_note = if plan.cpu {
-        "; the CPU times about a second's worth of queries and scales up"
-    } else {
-        ""
-    };
-    let cases: Vec<(usize, Case)> = match &args.file {
-        Some(path) => {
-            let set = formats::read_dataset(path)?.to_series_set::<f64>()?;
-            let n = set.len();
-            check_fits(
-                &format!("the {n} x {n} matrix of {} in {precision}", path.display()),
-                n.checked_mul(n)
-                    .and_then(|cells| cells.checked_mul(args.compute.precision_bytes())),
-                "use a file of fewer series",
-            )?;
-            eprintln!(
-                "bench: every pair of the {} series of {} once, {precision}, median of up to {runs} \
-                 after a warm-up{cpu_note}",
-                set.len(),
-                path.display(),
-            );
-            vec![(
-                set.max_len(),
-                Case {
-                    queries: set,
-                    references: None,
-                    mode,
-                },
-            )]
-        }
-        None => {
-            eprintln!(
-                "bench: {} data, {} x {} per case, {precision}, median of up to {runs} after a \
-                 warm-up{cpu_note}",
-                if args.data == DataKind::Cbf {
-                    "CBF"
-                } else {
-                    "normal"
-                },
-                super::counted(queries, "query", "queries"),
-                super::counted(count, "reference", "references"),
-            );
-            args.lengths
-                .iter()
-                .map(|&length| {
-                    let (q, r) = match args.data {
-                        DataKind::Cbf => (cbf(queries, length, 1).0, cbf(count, length, 2).0),
-                        DataKind::Normal => (
-                            random_normal(queries, length, 1, 1),
-                            random_normal(count, length, 1, 2),
-                        ),
-                    };
-                    (
-                        length,
-                        Case {
-                            queries: q,
-                            references: Some(r),
-                            mode,
-                        },
-                    )
-                })
-                .collect()
-        }
-    };
+    let request = request(&args)?;
+    let cases = cases(&args, &request)?;
+    let plan = &request.plan;
     // Opened here, so that no case's first call pays for it.
     let used = match plan.gpu {
         Some(gpus) => Gpu::select(gpus)?,
         None => Vec::new(),
     };
-    let bar = progress_bar((metrics.len() * cases.len()) as u64);
-    let mut rows = Vec::new();
+    let bar = progress_bar((request.metrics.len() * cases.len()) as u64);
     if !args.json {
-        let mut header = format!(
-            "# timewarp {}, kernel build: {}\n",
-            env!("CARGO_PKG_VERSION"),
-            ptx_build()
-        );
-        if !used.is_empty() {
-            let names: Vec<String> = used.iter().map(|g| g.name()).collect();
-            header += &format!("# GPUs used: {}\n", names.join(", "));
-        }
-        if plan.pinned_input {
-            header += "# batches in page-locked host memory (--pinned-input)\n";
-        }
-        print(&(header + &table_line(None, plan.compares())))?;
+        print(&(header(plan, &used) + &table_line(None, plan.compares())))?;
     }
-    for (length, case) in &cases {
-        for &metric in &metrics {
-            let band = args.band.map(|f| (f * *length as f64).round() as usize);
-            let measure = with_band(metric.with_defaults()?, band);
-            let show = |row: &Row| {
-                if args.json {
-                    return Ok(());
-                }
-                bar.suspend(|| print(&(table_line(Some(row), plan.compares()) + &share_lines(row))))
-            };
-            let context = CaseContext {
-                case,
-                metric,
-                measure,
-                length: *length,
-                band,
-                used: &used,
-                say: &|line: &str| bar.suspend(|| eprintln!("{line}")),
-                show: &show,
-            };
-            rows.extend(match plan.precision {
-                Precision::F32 => bench_case::<f32>(&plan, &context)?,
-                Precision::F64 => bench_case::<f64>(&plan, &context)?,
-            });
-            bar.inc(1);
-        }
-    }
+    let rows = time_cases(&args, &request, &cases, &used, &bar)?;
     bar.finish_and_clear();
     // The setup of the GPUs timed; without one there is nothing to list
     // (a driver looked for and not found is no setup).
@@ -576,4 +344,63 @@ pub fn run(args: Args) -> Result<(), Failure> {
     } else {
         print(&setup)
     }
+}
+
+/// The table's first lines: the build, the GPUs used, the memory the
+/// batches are in when it is not the default.
+fn header(plan: &Plan, used: &[&'static Gpu]) -> String {
+    let mut header = format!(
+        "# timewarp {}, kernel build: {}\n",
+        env!("CARGO_PKG_VERSION"),
+        ptx_build()
+    );
+    if !used.is_empty() {
+        let names: Vec<String> = used.iter().map(|g| g.name()).collect();
+        header += &format!("# GPUs used: {}\n", names.join(", "));
+    }
+    if plan.pinned_input {
+        header += "# batches in page-locked host memory (--pinned-input)\n";
+    }
+    header
+}
+
+/// The rows of every case with every measure, each shown (without
+/// `--json`) as soon as it is measured.
+fn time_cases(
+    args: &Args,
+    request: &Request,
+    cases: &[(usize, Case)],
+    used: &[&'static Gpu],
+    bar: &ProgressBar,
+) -> Result<Vec<Row>, Failure> {
+    let plan = &request.plan;
+    let mut rows = Vec::new();
+    for (length, case) in cases {
+        for &metric in &request.metrics {
+            let band = args.band.map(|f| (f * *length as f64).round() as usize);
+            let measure = with_band(metric.with_defaults()?, band);
+            let show = |row: &Row| {
+                if args.json {
+                    return Ok(());
+                }
+                bar.suspend(|| print(&(table_line(Some(row), plan.compares()) + &share_lines(row))))
+            };
+            let context = CaseContext {
+                case,
+                metric,
+                measure,
+                length: *length,
+                band,
+                used,
+                say: &|line: &str| bar.suspend(|| eprintln!("{line}")),
+                show: &show,
+            };
+            rows.extend(match plan.precision {
+                Precision::F32 => bench_case::<f32>(plan, &context)?,
+                Precision::F64 => bench_case::<f64>(plan, &context)?,
+            });
+            bar.inc(1);
+        }
+    }
+    Ok(rows)
 }

@@ -6,6 +6,7 @@ use super::layout::{
 };
 use super::{colour, failed, Figure};
 use ndarray::Array2;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -118,40 +119,80 @@ impl Figure for HeatMap {
         });
         chart.draw_series(cells).map_err(failed)?;
         if self.annotate {
-            let (cell_width, cell_height) =
-                (plot_width / m.max(1) as u32, plot_height / n.max(1) as u32);
-            let labels = self.values.indexed_iter().filter_map(|((i, j), &v)| {
-                let text = format!("{v}");
-                let fits = text_width(&text, SMALL) + 4 <= cell_width && line + 4 <= cell_height;
-                let ink = if (v - low) / (high - low) > 0.6 {
-                    BLACK
-                } else {
-                    WHITE
-                };
-                fits.then(|| {
-                    Text::new(
-                        text,
-                        (j as f64 + 0.5, i as f64 + 0.5),
-                        ("sans-serif", SMALL)
-                            .into_font()
-                            .color(&ink)
-                            .pos(Pos::new(HPos::Center, VPos::Center)),
-                    )
-                })
-            });
-            chart.draw_series(labels).map_err(failed)?;
+            self.draw_values(&mut chart, low, high)?;
         }
         if !self.path.is_empty() {
-            let centres = self
-                .path
-                .iter()
-                .map(|&(i, j)| (j as f64 + 0.5, i as f64 + 0.5));
-            let line = PathElement::new(centres.collect::<Vec<_>>(), RED.stroke_width(2));
-            chart.draw_series([line]).map_err(failed)?;
+            self.draw_path(&mut chart)?;
         }
+        self.draw_groups(root, &mut chart)?;
+        colour_bar(&bar, low, high, x_area)
+    }
+}
+
+/// The chart of a heat map: columns along x, rows down y.
+type Chart<'a, B> = ChartContext<'a, B, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+impl HeatMap {
+    /// Each cell's value in it, where it fits, in ink that shows on the
+    /// cell's colour (the colour map runs from `low` to `high`).
+    fn draw_values<B: DrawingBackend>(
+        &self,
+        chart: &mut Chart<B>,
+        low: f64,
+        high: f64,
+    ) -> Result<(), String> {
+        let (n, m) = self.values.dim();
+        let (plot_width, plot_height) = chart.plotting_area().dim_in_pixel();
+        let line = text_height(SMALL);
+        let (cell_width, cell_height) =
+            (plot_width / m.max(1) as u32, plot_height / n.max(1) as u32);
+        let labels = self.values.indexed_iter().filter_map(|((i, j), &v)| {
+            let text = format!("{v}");
+            let fits = text_width(&text, SMALL) + 4 <= cell_width && line + 4 <= cell_height;
+            let ink = if (v - low) / (high - low) > 0.6 {
+                BLACK
+            } else {
+                WHITE
+            };
+            fits.then(|| {
+                Text::new(
+                    text,
+                    (j as f64 + 0.5, i as f64 + 0.5),
+                    ("sans-serif", SMALL)
+                        .into_font()
+                        .color(&ink)
+                        .pos(Pos::new(HPos::Center, VPos::Center)),
+                )
+            })
+        });
+        chart.draw_series(labels).map_err(failed)?;
+        Ok(())
+    }
+
+    /// The path through the centres of its cells.
+    fn draw_path<B: DrawingBackend>(&self, chart: &mut Chart<B>) -> Result<(), String> {
+        let centres = self
+            .path
+            .iter()
+            .map(|&(i, j)| (j as f64 + 0.5, i as f64 + 0.5));
+        let line = PathElement::new(centres.collect::<Vec<_>>(), RED.stroke_width(2));
+        chart.draw_series([line]).map_err(failed)?;
+        Ok(())
+    }
+
+    /// Lines between the classes of the rows and columns, and each class's
+    /// name beside the map (on `root`) where its rows or columns have room
+    /// for it.
+    fn draw_groups<B: DrawingBackend>(
+        &self,
+        root: &DrawingArea<B, Shift>,
+        chart: &mut Chart<B>,
+    ) -> Result<(), String> {
+        let (n, m) = self.values.dim();
+        let (plot_width, plot_height) = chart.plotting_area().dim_in_pixel();
+        let line = text_height(SMALL);
         let separator = WHITE.stroke_width(2);
         let name_style = ("sans-serif", SMALL).into_font().color(&BLACK);
-        // A class's name where its rows (or columns) have room for it.
         let row_pixels = plot_height as f64 / n.max(1) as f64;
         let column_pixels = plot_width as f64 / m.max(1) as f64;
         for (start, middle, name, count) in self.row_groups.iter().flat_map(boundaries) {
@@ -178,7 +219,7 @@ impl Figure for HeatMap {
                     .map_err(failed)?;
             }
         }
-        colour_bar(&bar, low, high, x_area)
+        Ok(())
     }
 }
 

@@ -411,6 +411,8 @@ impl<'a, T: Real, M: Differentiable<T>, W: Warp, const S: usize> Sweep<'a, T, M,
     }
 
     /// The backward pass, adding the gradients (see [`warp_gradient`]).
+    // One function: split into helpers, even inlined ones, it compiles to other PTX.
+    #[allow(clippy::too_many_lines)]
     #[inline(always)]
     unsafe fn backward(&self, grad_a: *mut T, grad_b: *mut T) {
         let (warp, measure, a, b, panel) = (self.warp, self.measure, self.a, self.b, self.panel);
