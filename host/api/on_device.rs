@@ -8,7 +8,8 @@ use crate::gpu::{self, ForeignShape, Wanted};
 use crate::{Backend, ComputeOptions, Device, Error, Float, Result, SoftDtw};
 
 /// `count` series of `len` samples of `dims` values each, C-contiguous
-/// (`count x len x dims`) at device address `address` on GPU 0.
+/// (`count x len x dims`) at device address `address` on the GPU the call
+/// computes on ([`soft_dtw_pairs_on_device`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceBatchRef {
     pub address: u64,
@@ -71,8 +72,9 @@ pub fn soft_dtw_device_output_len(
 
 /// Soft-DTW of series `k` of `x` against series `k` of `y` for every `k`
 /// (the divergence's three values with [`SoftDtw::divergence`]), and with
-/// `outputs` their gradients, computed on GPU 0 from the batches where
-/// they are and written to the buffer at device address `out`, laid out as
+/// `outputs` their gradients, computed on the first GPU of `options.gpus`
+/// (GPU 0 by default: a tensor on `cuda:N` asks for `GpuSet::one(N)`) from
+/// the batches where they are and written to the buffer at device address `out`, laid out as
 /// [`soft_dtw_device_output_len`] says. The work starts after what was
 /// queued on `wait_for` (a CUDA stream handle of the same context, e.g. a
 /// framework's current stream; 0 is the legacy default stream), and the
@@ -94,8 +96,8 @@ pub fn soft_dtw_device_output_len(
 ///
 /// # Safety
 /// `x.address` and `y.address` hold their batches and `out` holds
-/// [`soft_dtw_device_output_len`] values of `T`, all device memory of GPU
-/// 0's primary context (the one CUDA runtimes such as PyTorch's use),
+/// [`soft_dtw_device_output_len`] values of `T`, all device memory of the
+/// primary context of the first GPU of `options.gpus` (the one CUDA runtimes such as PyTorch's use),
 /// valid until the work queued on `wait_for` after the call has run (the
 /// call's own work is ordered before it) and not written by others
 /// meanwhile; `wait_for` is a stream of that context.
@@ -140,7 +142,7 @@ pub unsafe fn soft_dtw_pairs_on_device<T: Float>(
             "batches in GPU memory are computed on the GPU; device must be the GPU or auto".into(),
         ));
     }
-    let Backend::Gpu(gpu) = Backend::resolve(Device::Gpu)? else {
+    let Backend::Gpu(gpu) = Backend::resolve_on(Device::Gpu, options.gpus)? else {
         unreachable!("Device::Gpu resolves to a GPU or an error")
     };
     let params = params::<T>(&metric)?;

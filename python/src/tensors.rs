@@ -4,7 +4,7 @@
 use crate::errors::{invalid, py_error};
 use crate::inputs::{dispatch, precision, soft_dtw};
 use pyo3::prelude::*;
-use timewarp::{ComputeOptions, Device, DeviceBatchRef, SoftDtwOutputs};
+use timewarp::{ComputeOptions, Device, DeviceBatchRef, GpuSet, SoftDtwOutputs};
 
 fn device_batch(address: u64, shape: (usize, usize, usize)) -> DeviceBatchRef {
     DeviceBatchRef {
@@ -44,13 +44,13 @@ pub fn soft_dtw_cuda_output_len(
 }
 
 /// Paired Soft-DTW of two C-contiguous `count x len x dims` CUDA tensors
-/// on GPU 0, read in place, results written to the CUDA buffer `out`,
+/// on GPU `gpu` (the tensors' `cuda:N`), read in place, results written to the CUDA buffer `out`,
 /// after the work queued on `stream`, which is ordered after this work;
 /// returns once it is queued. The Python layer passes tensors it has
 /// checked (device, dtype, contiguity, finiteness, the output's size) and
 /// checks the values.
 #[pyfunction]
-#[pyo3(signature = (x, x_shape, y, y_shape, precision_name, gamma, band, divergence, outputs, out, stream))]
+#[pyo3(signature = (x, x_shape, y, y_shape, precision_name, gamma, band, divergence, outputs, out, stream, gpu))]
 #[allow(clippy::too_many_arguments)]
 pub fn soft_dtw_pairs_cuda(
     py: Python<'_>,
@@ -65,17 +65,18 @@ pub fn soft_dtw_pairs_cuda(
     outputs: &str,
     out: u64,
     stream: u64,
+    gpu: usize,
 ) -> PyResult<()> {
     let soft = soft_dtw(gamma, band, divergence)?;
     let wanted = soft_dtw_outputs(outputs)?;
     let precision = precision(precision_name)?;
     let (x, y) = (device_batch(x, x_shape), device_batch(y, y_shape));
-    let options = ComputeOptions::on(Device::Gpu);
+    let options = ComputeOptions::on(Device::Gpu).with_gpus(GpuSet::one(gpu).map_err(py_error)?);
     let result = py.detach(|| {
         dispatch!(precision, |()| {
             // SAFETY: the Python layer passes live, contiguous CUDA tensors
-            // of these shapes on GPU 0 (torch's allocations, in the primary
-            // context), an output of `soft_dtw_cuda_output_len` values, and
+            // of these shapes on GPU `gpu` (torch's allocations, in its
+            // primary context), an output of `soft_dtw_cuda_output_len` values, and
             // torch's current stream of that device, which waits for this
             // work before anything else of torch's runs on it (torch reuses
             // the memory of a freed tensor for work on the stream that

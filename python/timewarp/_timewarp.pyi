@@ -112,9 +112,10 @@ def soft_dtw_pairs_cuda(
     outputs: str,
     out: int,
     stream: int,
+    gpu: int,
 ) -> None:
     """Paired Soft-DTW of two C-contiguous CUDA buffers (device addresses
-    and `count x length x dims` shapes) on GPU 0, read in place, the results
+    and `count x length x dims` shapes) on GPU `gpu`, read in place, the results
     written to the CUDA buffer `out` after the work queued on `stream`;
     returns once the work is queued. `precision` is "float32" or
     "float64"."""

@@ -51,7 +51,8 @@ def _on_device(x, y, dtype: np.dtype, gamma, band, normalize, outputs: str):
     stream = torch.cuda.current_stream(x.device).cuda_stream
     arguments = (x.data_ptr(), shapes[0], y.data_ptr(), shapes[1], str(dtype), gamma, band)
     # Returns once the work is queued, torch's stream ordered after it.
-    _ext.soft_dtw_pairs_cuda(*arguments, normalize, outputs, out.data_ptr(), stream)
+    gpu = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    _ext.soft_dtw_pairs_cuda(*arguments, normalize, outputs, out.data_ptr(), stream, gpu)
     pairs = x.shape[0]
     launches = 3 if normalize else 1
     values = out[:pairs]
@@ -147,11 +148,6 @@ class _SoftDtwFunction(torch.autograd.Function):
         else:
             outputs = "values"
         if x.is_cuda and device != "cpu":
-            if x.device.index not in (None, 0):
-                raise InputError(
-                    f"the tensors are on {x.device}: CUDA tensors are read in place on GPU 0"
-                    " only (move them there, or pass CPU tensors with device=\"gpu:N\")"
-                )
             values, grad_x, grad_y, check = _on_device(
                 x3, y3, dtype, gamma, band, normalize, outputs
             )
