@@ -15,7 +15,8 @@
 # earlier in the same call), the tests are dealt out by their times there,
 # the longest first, to the shard with the least so far; otherwise
 # round-robin.
-# Logs: $OUT/san-TOOL-*.log; kernels: $OUT/san-TOOL-kernels.txt.
+# Logs: $OUT/san-TOOL-logs.tgz (one file: the device tool returns few);
+# kernels launched: $OUT/san-TOOL-kernels.txt.
 set -u
 tool=${1:?memcheck, racecheck, synccheck or initcheck}
 shards=${2:-8}
@@ -43,6 +44,8 @@ export REQUIRE_GPU=1 PYTHONUNBUFFERED=1 RUST_BACKTRACE=1
 # Every test of every binary as "binary<TAB>name<TAB>seconds".
 weights=${SANITIZE_WEIGHTS:-$out/gate-rust.log}
 work=$(mktemp -d)
+logs=$work/san-$tool
+mkdir -p "$logs"
 for binary in .gpu/tests/*; do
     [[ -x $binary ]] || continue
     "$binary" --list --format terse 2>/dev/null | sed -n 's/: test$//p' | while read -r name; do
@@ -73,8 +76,8 @@ for list in "$work"/shard-*; do
     shard=$(basename "$list")
     binary=.gpu/tests/${shard#shard-*-}
     mapfile -t tests <"$list"
-    log=$out/san-$tool-$shard.log
-    coverage=$out/san-$tool-$shard.kernels
+    log=$logs/$shard.log
+    coverage=$logs/$shard.kernels
     (TIMEWARP_KERNEL_COVERAGE=$coverage timeout -k 10 "$limit" "${sanitizer[@]}" \
         "$binary" --exact --test-threads 2 "${tests[@]}") >"$log" 2>&1 &
     pids+=($!)
@@ -84,7 +87,7 @@ done
 python_shard() {
     local name=$1; shift
     (cd /tmp && timeout -k 10 "$limit" "${sanitizer[@]}" python3 -m pytest \
-        "$@" -q -rs -p no:cacheprovider) >"$out/san-$tool-$name.log" 2>&1 &
+        "$@" -q -rs -p no:cacheprovider) >"$logs/$name.log" 2>&1 &
     pids+=($!)
     names+=("$name")
 }
@@ -105,31 +108,32 @@ failed=()
 for i in "${!pids[@]}"; do
     status=0
     wait "${pids[$i]}" || status=$?
-    log=$(ls "$out"/san-"$tool"-"${names[$i]}".log)
+    log=$logs/${names[$i]}.log
     if ((status == 0)) || no_cuda_call "$log"; then
         passed=$((passed + 1))
     else
         failed+=("${names[$i]}(exit $status)")
     fi
 done
-errors=$(grep -h "ERROR SUMMARY" "$out"/san-"$tool"-*.log | awk '{ e += $4 } END { print e + 0 }')
-summaries=$(grep -h "ERROR SUMMARY" "$out"/san-"$tool"-*.log | wc -l)
+errors=$(grep -h "ERROR SUMMARY" "$logs"/*.log | awk '{ e += $4 } END { print e + 0 }')
+summaries=$(grep -h "ERROR SUMMARY" "$logs"/*.log | wc -l)
 # racecheck reports hazards apart from errors.
-hazards=$(grep -h "RACECHECK SUMMARY" "$out"/san-"$tool"-*.log | awk '{ h += $4 } END { print h + 0 }')
+hazards=$(grep -h "RACECHECK SUMMARY" "$logs"/*.log | awk '{ h += $4 } END { print h + 0 }')
 # The kernels launched by any Rust shard.
-cat "$out"/san-"$tool"-*.kernels 2>/dev/null | sed -n 's/^launched: //p' | tr ' ' '\n' |
+cat "$logs"/*.kernels 2>/dev/null | sed -n 's/^launched: //p' | tr ' ' '\n' |
     sed '/^$/d' | sort -u >"$out/san-$tool-kernels.txt"
 kernels=$(wc -l <"$out/san-$tool-kernels.txt")
-rust_counts=$(grep -h '^test result:' "$out"/san-"$tool"-shard-*.log | awk '
+rust_counts=$(grep -h '^test result:' "$logs"/shard-*.log | awk '
     { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
     END { printf "%d passed, %d failed", p, f }')
 python_counts=$(for name in python-gpu python-rest; do
-    grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$out/san-$tool-$name.log" | tail -n 1 |
+    grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$logs/$name.log" | tail -n 1 |
         sed 's/=//g; s/^ *//; s/ *$//'
 done | paste -sd ';')
 verdict=PASS
 ((${#failed[@]} == 0 && errors == 0 && hazards == 0)) || verdict=FAIL
 echo "sanitize $tool: $verdict in $(($(date +%s) - started)) s; $passed of ${#pids[@]} shards passed${failed:+ (failed: ${failed[*]})};" \
     "$errors errors and $hazards hazards in $summaries summaries; rust: $rust_counts; python: $python_counts; kernels launched: $kernels"
+tar czf "$out/san-$tool-logs.tgz" -C "$work" "san-$tool"
 rm -rf "$work"
 [[ $verdict == PASS ]]
