@@ -14,11 +14,15 @@ pub trait Float:
     const NAME: &'static str = Self::PRECISION.name();
     /// Unit roundoff (half the machine epsilon).
     const UNIT_ROUNDOFF: f64;
+    /// The smallest positive (subnormal) value: the most a product that
+    /// underflows loses.
+    const SMALLEST_SUBNORMAL: f64;
     fn is_finite(self) -> bool;
 }
 
 impl Float for f32 {
     const UNIT_ROUNDOFF: f64 = f32::EPSILON as f64 / 2.0;
+    const SMALLEST_SUBNORMAL: f64 = f32::MIN_POSITIVE as f64 * f32::EPSILON as f64;
     fn is_finite(self) -> bool {
         f32::is_finite(self)
     }
@@ -26,6 +30,7 @@ impl Float for f32 {
 
 impl Float for f64 {
     const UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
+    const SMALLEST_SUBNORMAL: f64 = f64::MIN_POSITIVE * f64::EPSILON;
     fn is_finite(self) -> bool {
         f64::is_finite(self)
     }

@@ -32,6 +32,9 @@ pub struct ComputeOptions {
     pub gpus: GpuSet,
     /// How [`crate::upload`] keeps a set on several GPUs.
     pub placement: Placement,
+    /// [`crate::nearest_neighbours`] computes every distance, without
+    /// lower bounds (the same results; for benchmarks and checks).
+    pub brute_force: bool,
 }
 
 impl ComputeOptions {

@@ -1,8 +1,11 @@
-//! The k nearest neighbours of queries in a resident database, with only a
-//! block of the distance matrix in memory at a time.
+//! The k nearest neighbours of queries in a resident database: under
+//! banded DTW on the CPU with lower bounds (`crate::search::whole`), else
+//! with only a block of the distance matrix in memory at a time.
 
 use super::matrix::distance_matrix_resident;
+use crate::resident::Storage;
 use crate::results::zeros;
+use crate::search::{whole, PruningStats};
 use crate::{ComputeOptions, Error, Float, Metric, ResidentSet, Result, SeriesSet};
 use ndarray::{Array2, ArrayView1};
 use rayon::prelude::*;
@@ -21,18 +24,28 @@ pub const KNN_BLOCK_VALUES: usize = 1 << 25;
 pub struct Neighbours<T> {
     pub indices: Array2<usize>,
     pub distances: Array2<T>,
+    /// What the lower bounds pruned, where they ran (banded DTW on the
+    /// CPU); `None` where every distance was computed.
+    pub pruning: Option<PruningStats>,
 }
 
 /// The `k` nearest series of `database` to each series of `queries`, by
 /// `metric`, nearest first; among equal distances the lower database
 /// index ranks first.
 ///
-/// Computed where the database lives, as [`distance_matrix_resident`]
-/// computes (every GPU of a replicated set sharing the queries, or every
-/// slice of a sharded one: each query meets every slice and the rows are
-/// merged), a block of queries at a time ([`KNN_BLOCK_VALUES`]), so the
-/// whole matrix never exists: memory beyond the sets is one block and the
-/// `n x k` result.
+/// DTW with a band on the CPU skips pairs by lower bounds (LB_Kim,
+/// LB_Keogh both ways, the DTW pruned and abandoned against each query's
+/// `k`-th best so far: docs/algorithms.md, "Nearest neighbours"), on
+/// every core, with the same neighbours and the same distances bit for
+/// bit; `pruning` says what they skipped. `options.brute_force` turns
+/// them off.
+///
+/// Otherwise computed where the database lives, as
+/// [`distance_matrix_resident`] computes (every GPU of a replicated set
+/// sharing the queries, or every slice of a sharded one: each query meets
+/// every slice and the rows are merged), a block of queries at a time
+/// ([`KNN_BLOCK_VALUES`]), so the whole matrix never exists: memory beyond
+/// the sets is one block and the `n x k` result.
 ///
 /// Errors: `k` of 0 or more than the database holds, and those of
 /// [`distance_matrix_resident`].
@@ -43,7 +56,58 @@ pub fn nearest_neighbours<T: Float>(
     metric: Metric,
     options: &ComputeOptions,
 ) -> Result<Neighbours<T>> {
+    check_k(k, database.len())?;
+    if let Some(found) = with_bounds(queries, database, k, metric, options)? {
+        return Ok(found);
+    }
     in_blocks(queries, database, k, metric, options, KNN_BLOCK_VALUES)
+}
+
+fn check_k(k: usize, size: usize) -> Result<()> {
+    if k == 0 || k > size {
+        return Err(Error::InvalidInput(format!(
+            "k = {k}: expected 1 to the {size} series of the database"
+        )));
+    }
+    Ok(())
+}
+
+/// The neighbours by the lower bounds, where they apply: DTW with a band
+/// narrower than the series, a database on the host, the CPU, bounds not
+/// turned off, distances that cannot overflow ([`whole::slack`]).
+fn with_bounds<T: Float>(
+    queries: &SeriesSet<T>,
+    database: &ResidentSet<T>,
+    k: usize,
+    metric: Metric,
+    options: &ComputeOptions,
+) -> Result<Option<Neighbours<T>>> {
+    let (Metric::Dtw(dtw), Storage::Host(set)) = (metric, &database.storage) else {
+        return Ok(None);
+    };
+    let Some(radius) = dtw.band() else {
+        return Ok(None);
+    };
+    // The brute force's errors first: dimensions, a device that disagrees.
+    if queries.dims() != set.dims() {
+        return Err(Error::DimensionMismatch {
+            first: queries.dims(),
+            second: set.dims(),
+        });
+    }
+    database.backend(options.device)?;
+    if options.brute_force {
+        return Ok(None);
+    }
+    let Some(slack) = whole::slack(queries, set, radius) else {
+        return Ok(None);
+    };
+    let found = whole::nearest(queries, set, k, radius, slack)?;
+    Ok(Some(Neighbours {
+        indices: found.indices,
+        distances: found.distances,
+        pruning: Some(found.stats),
+    }))
 }
 
 /// [`nearest_neighbours`] with blocks of `block_values` distances.
@@ -55,12 +119,7 @@ fn in_blocks<T: Float>(
     options: &ComputeOptions,
     block_values: usize,
 ) -> Result<Neighbours<T>> {
-    if k == 0 || k > database.len() {
-        return Err(Error::InvalidInput(format!(
-            "k = {k}: expected 1 to the {} series of the database",
-            database.len()
-        )));
-    }
+    check_k(k, database.len())?;
     let n = queries.len();
     let mut indices = zeros(n, k)?;
     let mut distances = zeros(n, k)?;
@@ -81,7 +140,11 @@ fn in_blocks<T: Float>(
             }
         }
     }
-    Ok(Neighbours { indices, distances })
+    Ok(Neighbours {
+        indices,
+        distances,
+        pruning: None,
+    })
 }
 
 /// The positions of the `k` smallest values of `row`, smallest first, ties

@@ -2,13 +2,15 @@
 
 use super::plot::{self, HeatMap, PlotArgs, MAX_HEATMAP_SIDE};
 use super::{
-    compute_resident_neighbours, print, ComputeArgs, Failure, Input, MetricArgs, Outputs,
-    VariantArg,
+    counted, describe, matrix, options_for, print, three_significant_digits, ComputeArgs, Failure,
+    Input, MetricArgs, Outputs, Target, VariantArg,
 };
 use ndarray::{Array2, ArrayView1};
 use std::cmp::Reverse;
 use std::path::PathBuf;
-use timewarp::Precision;
+use std::time::Instant;
+use timewarp::search::PruningStats;
+use timewarp::{Backend, Float, Metric, Precision, Variant};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -20,6 +22,9 @@ Examples:
 
   # TWED with aeon's defaults (nu 0.001, lambda 1, degree 2), 3 neighbours, on the CPU
   timewarp knn --train train.tsv --test test.tsv --metric twed -k 3 --device cpu
+
+  # DTW with a band of 15 samples on the CPU: lower bounds skip most pairs (stderr says how many)
+  timewarp knn --train train.ts --test test.ts --metric dtw --band 15 --device cpu
 
 Ties: among equal distances the lower training index ranks first. With k > 1
 the class with most votes among the k nearest wins; a tie between classes goes
@@ -45,6 +50,10 @@ pub struct Args {
     /// Neighbours that vote, from 1 to the number of training series
     #[arg(short, default_value_t = 1)]
     k: usize,
+    /// Compute every distance: no lower bounds for banded DTW on the CPU
+    /// (the same results, slower; for benchmarks and checks)
+    #[arg(long)]
+    brute_force: bool,
     /// --plot: the confusion matrix (true classes in rows, predicted in columns)
     #[command(flatten)]
     plot: PlotArgs,
@@ -75,12 +84,13 @@ pub fn run(mut args: Args) -> Result<(), Failure> {
     let backend = args.compute.backend()?;
     // The training series kept resident while the test series stream
     // against them; only each test series' k nearest come back.
+    let how = (variant, args.brute_force);
     let nearest = match args.compute.precision {
         Precision::F32 => {
-            compute_resident_neighbours::<f32>(&test, &train, args.k, metric, backend, variant)?
+            compute_resident_neighbours::<f32>(&test, &train, args.k, metric, backend, how)?
         }
         Precision::F64 => {
-            compute_resident_neighbours::<f64>(&test, &train, args.k, metric, backend, variant)?
+            compute_resident_neighbours::<f64>(&test, &train, args.k, metric, backend, how)?
         }
     };
     let predicted: Vec<&str> = nearest
@@ -150,6 +160,58 @@ fn vote<'a>(ranked: ArrayView1<usize>, labels: &'a [String]) -> &'a str {
         .iter()
         .min_by_key(|&&(_, count)| Reverse(count))
         .map_or("", |&(label, _)| label)
+}
+
+/// The `k` nearest of `database`'s series to each of `queries`' (indices
+/// in rows, nearest first), the database kept resident (uploaded once
+/// where `backend` computes) while the queries stream against it, with
+/// the lower bounds where they apply unless `brute_force`; its timing,
+/// upload included, and what the bounds pruned, on stderr.
+fn compute_resident_neighbours<T: Float>(
+    queries: &Input,
+    database: &Input,
+    k: usize,
+    metric: Metric,
+    target: Target,
+    (variant, brute_force): (Option<Variant>, bool),
+) -> Result<Array2<usize>, Failure> {
+    let queries = queries.series::<T>()?;
+    let database = database.series::<T>()?;
+    let start = Instant::now();
+    let resident = timewarp::upload(&database, &options_for(target))?;
+    let how = (variant, brute_force);
+    let found = matrix::compute_neighbours(&queries, &resident, k, metric, target, how)?;
+    let variant = match (target.backend, variant) {
+        (Backend::Gpu(_), Some(name)) => format!(", {name}"),
+        _ => String::new(),
+    };
+    eprintln!(
+        "computed {} in {} ms on {} ({}{variant})",
+        counted(queries.len() * database.len(), "distance", "distances"),
+        three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
+        describe(target),
+        T::NAME
+    );
+    if let Some(pruning) = found.pruning {
+        eprintln!("{}", pruning_line(&pruning));
+    }
+    Ok(found.indices)
+}
+
+/// What the lower bounds of a k-NN pruned, in the words of `timewarp
+/// search`'s report.
+fn pruning_line(s: &PruningStats) -> String {
+    let share = |count: u64| 100.0 * count as f64 / s.candidates.max(1) as f64;
+    format!(
+        "pruned by LB_Kim {:.2}%, LB_Keogh (query envelope) {:.2}%, LB_Keogh (data envelope) \
+         {:.2}%; DTW computed {:.2}% (abandoned early {:.2}%) of {} pairs",
+        share(s.kim),
+        share(s.keogh_query),
+        share(s.keogh_data),
+        share(s.dtw),
+        share(s.abandoned),
+        s.candidates
+    )
 }
 
 #[cfg(test)]

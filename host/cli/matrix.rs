@@ -46,18 +46,20 @@ pub fn compute<T: Float>(
 }
 
 /// The `k` nearest series of the resident `database` to each query, on
-/// `target` (where the database lives); a long run watched on stderr in
-/// row blocks that advance a progress bar.
+/// `target` (where the database lives), without lower bounds when
+/// `brute_force`; a long run watched on stderr in row blocks that advance
+/// a progress bar.
 pub fn compute_neighbours<T: Float>(
     queries: &SeriesSet<T>,
     database: &ResidentSet<T>,
     k: usize,
     metric: Metric,
     target: Target,
-    variant: Option<Variant>,
+    (variant, brute_force): (Option<Variant>, bool),
 ) -> Result<Neighbours<T>> {
     let options = ComputeOptions {
         gpu_variant: variant,
+        brute_force,
         ..options_for(target)
     };
     let bar = work_bar();
@@ -69,6 +71,7 @@ pub fn compute_neighbours<T: Float>(
     let mut all = Neighbours {
         indices: Array2::zeros((queries.len(), k)),
         distances: Array2::from_elem((queries.len(), k), T::ZERO),
+        pruning: None,
     };
     for (b, rows) in blocks.iter().enumerate() {
         let block = queries.slice(rows.clone());
@@ -79,6 +82,9 @@ pub fn compute_neighbours<T: Float>(
         all.distances
             .slice_mut(s![rows.clone(), ..])
             .assign(&found.distances);
+        if let Some(block) = found.pruning {
+            all.pruning.get_or_insert_with(Default::default).add(&block);
+        }
         set_fraction_done(&bar, (b + 1) as f64 / blocks.len() as f64);
     }
     bar.finish_and_clear();

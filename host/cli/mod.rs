@@ -512,37 +512,6 @@ pub fn three_significant_digits(value: f64) -> String {
     format!("{value:.*}", decimals as usize)
 }
 
-/// The `k` nearest of `database`'s series to each of `queries`' (indices
-/// in rows, nearest first), the database kept resident (uploaded once
-/// where `backend` computes) while the queries stream against it; its
-/// timing, upload included, on stderr.
-pub fn compute_resident_neighbours<T: Float>(
-    queries: &Input,
-    database: &Input,
-    k: usize,
-    metric: Metric,
-    target: Target,
-    variant: Option<Variant>,
-) -> Result<Array2<usize>, Failure> {
-    let queries = queries.series::<T>()?;
-    let database = database.series::<T>()?;
-    let start = Instant::now();
-    let resident = timewarp::upload(&database, &options_for(target))?;
-    let found = matrix::compute_neighbours(&queries, &resident, k, metric, target, variant)?;
-    let variant = match (target.backend, variant) {
-        (Backend::Gpu(_), Some(name)) => format!(", {name}"),
-        _ => String::new(),
-    };
-    eprintln!(
-        "computed {} in {} ms on {} ({}{variant})",
-        counted(queries.len() * database.len(), "distance", "distances"),
-        three_significant_digits(start.elapsed().as_secs_f64() * 1e3),
-        describe(target),
-        T::NAME
-    );
-    Ok(found.indices)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,5 +25,5 @@ mod units;
 mod wavefront;
 
 pub(crate) use gradient::paired_gradient;
-pub(crate) use pairs::{matrix, paired};
+pub(crate) use pairs::{matrix, paired, value_alone};
 pub(crate) use units::CpuMeasure;

@@ -106,6 +106,30 @@ fn batch_values<T: Float, R: CpuMeasure<T>>(
         .collect()
 }
 
+/// Series `i` of `a` against series `j` of `b`, alone on this thread: the
+/// bits a batch of pairs gives the pair, for measures whose lanes compute
+/// as a pair alone (not Soft-DTW's, [`CpuMeasure::LANES_DIFFER`]).
+/// `buffer` grows as the pair needs.
+pub(crate) fn value_alone<T: Float, R: CpuMeasure<T>>(
+    measure: &R,
+    (a, i): (&SeriesSet<T>, usize),
+    (b, j): (&SeriesSet<T>, usize),
+    buffer: &mut Vec<T>,
+) -> T {
+    assert!(
+        !R::LANES_DIFFER && i < a.len() && j < b.len(),
+        "value_alone: a measure whose lanes compute as alone, and series of the sets"
+    );
+    let len = buffer_len(a.series_len(i), b.series_len(j));
+    if buffer.len() < len {
+        buffer.resize(len, T::ZERO);
+    }
+    let (a, b) = (a.host_ref(), b.host_ref());
+    // SAFETY: i and j index the sets (checked above), which outlive the
+    // call; the buffer fits the two series.
+    unsafe { one_pair(measure, &a.series(i), &b.series(j), buffer) }
+}
+
 /// Series `k` of `a` against series `k` of `b`, for every `k` (same counts).
 pub(crate) fn paired<T: Float, R: CpuMeasure<T>>(
     a: &SeriesSet<T>,

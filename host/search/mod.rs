@@ -39,13 +39,17 @@
 //! at 0 from a constant one.
 
 mod bounds;
+mod cascade;
 mod dtw;
 mod file;
+mod kept;
+mod pruned;
 mod scan;
 mod select;
 mod source;
 mod stats;
 mod subsequence;
+pub(crate) mod whole;
 
 pub use bounds::{envelope, lb_keogh, lb_kim};
 pub use file::{read_text, SeriesFile};
@@ -157,7 +161,9 @@ pub struct Match {
     pub distance: f64,
 }
 
-/// What the cascade did with the candidates (every start is one).
+/// What the cascade did with the candidates: every start of a search,
+/// every pair of a query and a database series of a k-NN
+/// ([`crate::nearest_neighbours`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PruningStats {
     pub candidates: u64,
@@ -165,12 +171,13 @@ pub struct PruningStats {
     pub kim: u64,
     /// Pruned by LB_Keogh on the query's envelope.
     pub keogh_query: u64,
-    /// Pruned by LB_Keogh on the data's envelope.
+    /// Pruned by LB_Keogh on the data's envelope (a k-NN's database
+    /// series').
     pub keogh_data: u64,
     /// DTWs started: those that finished are `dtw - abandoned`.
     pub dtw: u64,
     /// DTWs abandoned early (the partial cost and the remaining bound
-    /// passed the best so far).
+    /// passed the best so far; a k-NN's also those that ended above it).
     pub abandoned: u64,
 }
 
@@ -183,7 +190,8 @@ impl PruningStats {
         (self.kim + self.keogh_query + self.keogh_data) as f64 / self.candidates as f64
     }
 
-    pub(crate) fn add(&mut self, other: &PruningStats) {
+    /// Adds `other`'s counts (of another part of the work).
+    pub fn add(&mut self, other: &PruningStats) {
         self.candidates += other.candidates;
         self.kim += other.kim;
         self.keogh_query += other.keogh_query;

@@ -6,6 +6,8 @@ use crate::inputs::{batch, dispatch, metric, mixed_precisions, options, PerPreci
 use ndarray::Array2;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use timewarp::search::PruningStats;
 use timewarp::{ComputeOptions, Float, Metric, ResidentSet, SeriesSet};
 
 /// The distance matrix of `a` against `b` (or `a` against itself).
@@ -127,9 +129,12 @@ impl Resident {
     }
 
     /// The `k` nearest resident series of each query, nearest first (ties
-    /// by index): `(distances, indices)`, `queries x k` each; only a block
-    /// of the distance matrix exists at a time.
-    #[pyo3(signature = (queries, k, metric_name, gamma, band, nu, lmbda, degree))]
+    /// by index): `(distances, indices, pruning)`, `queries x k` each, and
+    /// what the lower bounds pruned (a dict of counts; `None` where every
+    /// distance was computed: no band, not DTW, the GPU, or
+    /// `brute_force`); only a block of the distance matrix exists at a
+    /// time.
+    #[pyo3(signature = (queries, k, metric_name, gamma, band, nu, lmbda, degree, brute_force=false))]
     #[allow(clippy::too_many_arguments)]
     fn kneighbors<'py>(
         &self,
@@ -142,9 +147,13 @@ impl Resident {
         nu: f64,
         lmbda: f64,
         degree: f64,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        brute_force: bool,
+    ) -> PyResult<Neighbours<'py>> {
         let metric = metric(metric_name, gamma, band, nu, lmbda, degree, false)?;
-        let options = ComputeOptions::default();
+        let options = ComputeOptions {
+            brute_force,
+            ..ComputeOptions::default()
+        };
         let indices = |found: &Array2<usize>| found.mapv(|i| i as i64).into_pyarray(py).into_any();
         dispatch!(
             &self.set,
@@ -155,7 +164,8 @@ impl Resident {
                     timewarp::nearest_neighbours(&queries, set, k, metric, &options)
                 })?;
                 let at = indices(&found.indices);
-                Ok((found.distances.into_pyarray(py).into_any(), at))
+                let pruning = found.pruning.map(|s| pruning_dict(py, &s)).transpose()?;
+                Ok((found.distances.into_pyarray(py).into_any(), at, pruning))
             },
             |set, queries| Err(mixed_precisions(
                 ("the queries", &queries),
@@ -163,6 +173,29 @@ impl Resident {
             ))
         )
     }
+}
+
+/// `kneighbors`' result: distances, indices, the pruning counts.
+type Neighbours<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Option<Bound<'py, PyDict>>,
+);
+
+/// The pruning counts as a dict of the names of [`PruningStats`]' fields.
+pub(crate) fn pruning_dict<'py>(py: Python<'py>, s: &PruningStats) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (name, value) in [
+        ("candidates", s.candidates),
+        ("kim", s.kim),
+        ("keogh_query", s.keogh_query),
+        ("keogh_data", s.keogh_data),
+        ("dtw", s.dtw),
+        ("abandoned", s.abandoned),
+    ] {
+        dict.set_item(name, value)?;
+    }
+    Ok(dict)
 }
 
 impl From<ResidentSet<f32>> for PerPrecision<ResidentSet<f32>, ResidentSet<f64>> {

@@ -7,6 +7,7 @@
 use super::compute::compute;
 use super::errors::invalid;
 use super::inputs::device;
+use super::matrices::pruning_dict;
 use ndarray::Array2;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -94,19 +95,8 @@ pub fn subsequence_alignment<'py>(
 fn results<'py>(py: Python<'py>, found: &SearchResult) -> PyResult<Found<'py>> {
     let starts: Vec<i64> = found.matches.iter().map(|m| m.start as i64).collect();
     let distances: Vec<f64> = found.matches.iter().map(|m| m.distance).collect();
-    let stats = PyDict::new(py);
-    let s = &found.stats;
-    for (name, value) in [
-        ("candidates", s.candidates),
-        ("kim", s.kim),
-        ("keogh_query", s.keogh_query),
-        ("keogh_data", s.keogh_data),
-        ("dtw", s.dtw),
-        ("abandoned", s.abandoned),
-        ("radius", found.radius as u64),
-        ("exclusion", found.exclusion as u64),
-    ] {
-        stats.set_item(name, value)?;
-    }
+    let stats = pruning_dict(py, &found.stats)?;
+    stats.set_item("radius", found.radius as u64)?;
+    stats.set_item("exclusion", found.exclusion as u64)?;
     Ok((starts.into_pyarray(py), distances.into_pyarray(py), stats))
 }

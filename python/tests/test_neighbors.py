@@ -56,6 +56,37 @@ def test_gunpoint_accuracy_and_score():
     assert score > 0.8
 
 
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_lower_bounds_change_nothing_and_report_pruning(precision):
+    X, y = timewarp.load(DATA / "GunPoint_TRAIN.ts")
+    Xt, _ = timewarp.load(DATA / "GunPoint_TEST.ts")
+    results = {}
+    for brute_force in (False, True):
+        model = KNeighborsClassifier(
+            n_neighbors=3, band=6, device="cpu", precision=precision, brute_force=brute_force
+        ).fit(X, y)
+        assert not hasattr(model, "pruning_")
+        predicted = model.predict(Xt)
+        distances, indices = model.kneighbors(Xt)
+        results[brute_force] = (predicted, distances, indices, model.pruning_)
+    bounded, brute = results[False], results[True]
+    np.testing.assert_array_equal(bounded[0], brute[0])
+    np.testing.assert_array_equal(bounded[2], brute[2])
+    # The same bits, not merely close.
+    assert bounded[1].tobytes() == brute[1].tobytes()
+    assert brute[3] is None
+    pruning = bounded[3]
+    assert set(pruning) == {"candidates", "kim", "keogh_query", "keogh_data", "dtw", "abandoned"}
+    assert pruning["candidates"] == len(Xt) * len(X)
+    skipped = pruning["kim"] + pruning["keogh_query"] + pruning["keogh_data"]
+    assert skipped + pruning["dtw"] == pruning["candidates"]
+    assert skipped > 0
+    # Without a band every distance is computed.
+    unbanded = KNeighborsClassifier(device="cpu").fit(X[:10], y[:10])
+    unbanded.predict(Xt[:3])
+    assert unbanded.pruning_ is None
+
+
 def test_distance_weights_and_labels_of_any_type():
     train = RNG.normal(size=(6, 10))
     labels = np.array(["b", "a", "b", "c", "a", "c"])

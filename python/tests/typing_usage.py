@@ -85,8 +85,9 @@ def extension_calls() -> None:
     print(start + end, cost)
 
     resident = _timewarp.Resident(a64, "cpu")
-    distances, indices = resident.kneighbors(a64, 2, "dtw", 1.0, None, 0.001, 1.0, 2.0)
+    distances, indices, pruning = resident.kneighbors(a64, 2, "dtw", 1.0, 3, 0.001, 1.0, 2.0)
     assert_type(indices, NDArray[np.int64])
+    assert_type(pruning, "dict[str, int] | None")
     print(len(resident), resident.device, resident.dtype, distances.shape, path.shape, costs.shape)
     print(m32.shape, m64.shape, values.shape, grad_x)
 

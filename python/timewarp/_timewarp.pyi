@@ -201,9 +201,13 @@ class Resident:
         nu: float,
         lmbda: float,
         degree: float,
-    ) -> tuple[_FloatArray, NDArray[np.int64]]:
+        brute_force: bool = False,
+    ) -> tuple[_FloatArray, NDArray[np.int64], Optional[dict[str, int]]]:
         """The `k` nearest resident series of each query, nearest first
-        (ties by index): `(distances, indices)`, `queries x k` each."""
+        (ties by index): `(distances, indices, pruning)`, `queries x k`
+        each, and what the lower bounds pruned (counts by name), or None
+        where every distance was computed (no band, not DTW, the GPU,
+        `brute_force`)."""
 
 def search(
     query: NDArray[np.float64],

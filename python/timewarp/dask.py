@@ -419,22 +419,25 @@ class _Nearest:
         queries, shard = _aligned(queries), _aligned(shard)
         if params.get("normalize"):
             distances = _core.cdist(queries, shard, **params)
-        else:
-            # The shard stays where it is compared (GPU memory) for the next
-            # query blocks: resident and streamed values agree bit for bit.
-            resident = _resident(self.token, index, shard, params["device"])
-            distances = resident.cdist(
-                queries,
-                _core._metric(params.get("metric", "dtw")),
-                _core._float("gamma", params.get("gamma", 1.0)),
-                _core._band(params.get("band")),
-                _core._float("nu", params.get("nu", 0.001)),
-                _core._float("lmbda", params.get("lmbda", 1.0)),
-                _core._float("degree", params.get("degree", 2.0)),
-            )
-        k = min(self.k, distances.shape[1])
-        order = np.argsort(distances, axis=1, kind="stable")[:, :k]
-        return order.astype(np.int64) + offset, np.take_along_axis(distances, order, axis=1)
+            k = min(self.k, distances.shape[1])
+            order = np.argsort(distances, axis=1, kind="stable")[:, :k]
+            return order.astype(np.int64) + offset, np.take_along_axis(distances, order, axis=1)
+        # The shard stays where it is compared (GPU memory) for the next
+        # query blocks: resident and streamed values agree bit for bit. Its
+        # k nearest come from the extension (banded DTW on the CPU: with
+        # lower bounds, the same neighbours).
+        resident = _resident(self.token, index, shard, params["device"])
+        distances, order, _ = resident.kneighbors(
+            queries,
+            min(self.k, len(resident)),
+            _core._metric(params.get("metric", "dtw")),
+            _core._float("gamma", params.get("gamma", 1.0)),
+            _core._band(params.get("band")),
+            _core._float("nu", params.get("nu", 0.001)),
+            _core._float("lmbda", params.get("lmbda", 1.0)),
+            _core._float("degree", params.get("degree", 2.0)),
+        )
+        return order + offset, distances
 
 
 def _merge(k: int, *parts: Tuple[np.ndarray, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:

@@ -53,6 +53,14 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
     ``"distance"`` (votes weighted by 1/distance; an exact match takes the
     vote alone). Ties between classes go to the class that sorts first.
 
+    DTW with a `band` on the CPU skips most training series by lower
+    bounds (LB_Kim, LB_Keogh both ways, a pruned, early-abandoned DTW),
+    with the same neighbours and distances as computing them all; after each
+    `kneighbors` (so `predict`, `predict_proba`, `score`), ``pruning_`` is a
+    dict of what they skipped (``candidates``, ``kim``, ``keogh_query``,
+    ``keogh_data``, ``dtw``, ``abandoned``), or None where every distance
+    was computed. ``brute_force=True`` turns the bounds off.
+
     A fitted model pickles (``pickle``, ``joblib``, ``copy.deepcopy``) with
     its training set, which is made resident again at its first use after
     loading. Using it before `fit` raises scikit-learn's `NotFittedError`
@@ -71,6 +79,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
         degree: float = 2.0,
         device: str = "auto",
         precision: Optional[str] = None,
+        brute_force: bool = False,
     ) -> None:
         self.n_neighbors = n_neighbors
         self.metric = metric
@@ -82,6 +91,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
         self.degree = degree
         self.device = device
         self.precision = precision
+        self.brute_force = brute_force
 
     def fit(self, X: Any, y: Any) -> KNeighborsClassifier:
         k = self.n_neighbors
@@ -152,7 +162,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
                 f"n_neighbors = {_shown(k)}: must be an integer between 1 and {len(resident)}"
             )
         queries = _inputs.batch(X, "X")
-        distances, indices = resident.kneighbors(
+        distances, indices, self.pruning_ = resident.kneighbors(
             _inputs.cast(queries, self._dtype),
             int(k),
             _metric(self.metric),
@@ -161,6 +171,7 @@ class KNeighborsClassifier(ClassifierMixin, BaseEstimator):
             _float("nu", self.nu),
             _float("lmbda", self.lmbda),
             _float("degree", self.degree),
+            bool(self.brute_force),
         )
         if not return_distance:
             return indices

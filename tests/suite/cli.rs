@@ -333,6 +333,32 @@ fn knn_multivariate_and_k_neighbours() {
     assert!(out.lines().nth(1).unwrap().starts_with("error: "));
 }
 
+/// Banded DTW on the CPU prunes by lower bounds and says how much on
+/// stderr; `--brute-force` computes every distance, to the same result.
+#[test]
+fn knn_with_a_band_prunes_and_agrees_with_brute_force() {
+    let args = [
+        "--metric", "dtw", "--band", "6", "--device", "cpu", "-k", "3",
+    ];
+    let pruned = knn("GunPoint_TRAIN.ts", "GunPoint_TEST.ts", &args)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("pruned by LB_Kim "))
+        .stderr(predicates::str::contains("of 7500 pairs"));
+    let mut brute = knn("GunPoint_TRAIN.ts", "GunPoint_TEST.ts", &args);
+    brute.arg("--brute-force");
+    let brute = brute
+        .assert()
+        .success()
+        .stderr(predicates::prelude::PredicateBooleanExt::not(
+            predicates::str::contains("pruned by"),
+        ));
+    assert_eq!(
+        String::from_utf8_lossy(&pruned.get_output().stdout),
+        String::from_utf8_lossy(&brute.get_output().stdout)
+    );
+}
+
 #[test]
 fn info_reports_kernels_gpus_and_threads() {
     let out = stdout_of(timewarp().arg("info"));

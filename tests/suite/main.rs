@@ -13,6 +13,7 @@
 //! | `paths` | alignments: DTW and TWED paths, Soft-DTW's expected alignment, Hirschberg, `align` and plots |
 //! | `paired` | Soft-DTW of paired batches: values, gradients, divergence |
 //! | `multi_gpu` | every GPU of the host against GPU 0 alone, bit for bit; the fault hook |
+//! | `knn` | k-NN with lower bounds (banded DTW, CPU) against the brute force, bit for bit; the bounds on whole series |
 //! | `search` | subsequence search against a brute force; its bounds against the oracle's DTW; its errors |
 //! | `search_cli` | `timewarp search` end to end: matches, statistics, outputs, usage errors |
 //! | `search_files` | series searched in files read unit by unit (`.npy`, raw), text series |
@@ -30,6 +31,7 @@ mod common;
 mod drivers;
 mod errors;
 mod every_kernel;
+mod knn;
 mod lockstep;
 mod long_pairs;
 mod matrix;
