@@ -53,3 +53,28 @@ def need_cuda_torch():
 @pytest.fixture
 def gpu() -> None:
     need_gpu()
+
+
+def assert_ctrl_c_stops(call, within: float = 2.0) -> None:
+    """`call` (many seconds of work) raises KeyboardInterrupt within
+    `within` seconds of a SIGINT sent 0.3 s after it starts; the SIGINT
+    handler is Python's default meanwhile, and restored after."""
+    import signal
+    import threading
+    import time
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        sent = []
+
+        def interrupt():
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Timer(0.3, interrupt).start()
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        # Seconds to spare on a busy machine: the call alone takes many.
+        assert time.perf_counter() - sent[0] < within
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import reference as ref
+from conftest import assert_ctrl_c_stops
 
 import timewarp
 from timewarp import TimewarpError
@@ -449,26 +450,7 @@ LONG_PAIR_CALLS = {
 
 @pytest.mark.parametrize("name", list(LONG_PAIR_CALLS))
 def test_ctrl_c_stops_one_long_pair(name):
-    import os
-    import signal
-    import threading
-    import time
-
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        sent = []
-
-        def interrupt():
-            sent.append(time.perf_counter())
-            os.kill(os.getpid(), signal.SIGINT)
-
-        threading.Timer(0.3, interrupt).start()
-        with pytest.raises(KeyboardInterrupt):
-            LONG_PAIR_CALLS[name]()
-        # Seconds to spare on a busy machine: the pair alone takes many.
-        assert time.perf_counter() - sent[0] < 2.0
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    assert_ctrl_c_stops(LONG_PAIR_CALLS[name])
     assert_the_next_computation_runs()
 
 

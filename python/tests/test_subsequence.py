@@ -5,6 +5,7 @@ the errors; Ctrl-C."""
 
 import numpy as np
 import pytest
+from conftest import assert_ctrl_c_stops
 
 import timewarp
 from timewarp import InputError
@@ -130,26 +131,8 @@ def test_bad_input_raises_input_errors():
 
 
 def test_ctrl_c_stops_a_long_alignment():
-    import os
-    import signal
-    import threading
-    import time
-
     rng = np.random.default_rng(4)
     # 2e10 cells: many seconds on any CPU.
     query, series = rng.normal(size=2000), rng.normal(size=10_000_000)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        sent = []
-
-        def interrupt():
-            sent.append(time.perf_counter())
-            os.kill(os.getpid(), signal.SIGINT)
-
-        threading.Timer(0.3, interrupt).start()
-        with pytest.raises(KeyboardInterrupt):
-            timewarp.subsequence_alignment(query, series)
-        assert time.perf_counter() - sent[0] < 2.0
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    assert_ctrl_c_stops(lambda: timewarp.subsequence_alignment(query, series))
     assert timewarp.subsequence_alignment(query[:3], series[:10]).path.shape[1] == 2
