@@ -6,32 +6,52 @@ use crate::{Error, Float, Result};
 use cudarc::driver::ValidAsZeroBits;
 use ndarray::{Array1, Array2, Array3, ArrayView2, ArrayView3};
 
+/// The error for a `rows x cols` result the host cannot allocate.
+fn out_of_memory<T>(rows: usize, cols: usize) -> Error {
+    Error::OutOfMemory {
+        rows,
+        cols,
+        bytes: rows as u128 * cols as u128 * std::mem::size_of::<T>() as u128,
+    }
+}
+
 /// A `rows x cols` result of zeros, or [`Error::OutOfMemory`] where the host
 /// cannot allocate it: every result matrix is allocated here, so that a
 /// result too large is an error instead of an aborted process. Its pages
 /// are zeroed by the OS when first written, as `vec![0.0; n]`'s are (the
 /// GPU pipeline writes each tile's part while the GPU computes it).
 pub(crate) fn zeros<T: ValidAsZeroBits>(rows: usize, cols: usize) -> Result<Array2<T>> {
-    let out_of_memory = || Error::OutOfMemory {
-        rows,
-        cols,
-        bytes: rows as u128 * cols as u128 * std::mem::size_of::<T>() as u128,
-    };
     const { assert!(std::mem::size_of::<T>() > 0, "results are numbers") };
-    let len = rows.checked_mul(cols).ok_or_else(out_of_memory)?;
+    let len = rows
+        .checked_mul(cols)
+        .ok_or_else(|| out_of_memory::<T>(rows, cols))?;
     if len == 0 {
         return Ok(Array2::from_shape_vec((rows, cols), Vec::new()).expect("no values"));
     }
-    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| out_of_memory())?;
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| out_of_memory::<T>(rows, cols))?;
     // SAFETY: the layout's size is not 0 (`len` values of a sized type).
     let values = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
     if values.is_null() {
-        return Err(out_of_memory());
+        return Err(out_of_memory::<T>(rows, cols));
     }
     // SAFETY: allocated by the global allocator with the layout of `len`
     // values of `T`, all zero bits, which are a valid `T`.
     let values = unsafe { Vec::from_raw_parts(values, len, len) };
     Ok(Array2::from_shape_vec((rows, cols), values).expect("rows x cols values"))
+}
+
+/// [`Error::OutOfMemory`] where the host cannot allocate a `rows x cols`
+/// result, checked before any work by a reservation given back at once,
+/// untouched: where the result is allocated later (with the first tiles
+/// queued, so that the allocator's zeroing of reused memory overlaps the
+/// GPU's work), a size the host can never hold still fails first.
+pub(crate) fn check_room<T>(rows: usize, cols: usize) -> Result<()> {
+    let len = rows
+        .checked_mul(cols)
+        .ok_or_else(|| out_of_memory::<T>(rows, cols))?;
+    Vec::<T>::new()
+        .try_reserve_exact(len)
+        .map_err(|_| out_of_memory::<T>(rows, cols))
 }
 
 /// Values and gradients of paired batches.

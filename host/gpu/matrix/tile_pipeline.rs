@@ -305,7 +305,7 @@ impl<T: Float> Slot<T> {
         let Some(tile) = self.pending.take() else {
             return Ok(());
         };
-        out.prepare(&tile);
+        out.prepare(&tile)?;
         wait_event(&self.done, "the tile pipeline")?;
         let results = self.results.as_ref().expect("a pending tile has results");
         // SAFETY: the copy into `results` is done (the event), and it

@@ -5,7 +5,7 @@
 use super::image_writes::{copy_threads, PARALLEL_COPY_BYTES};
 use crate::finite::check_finite_here;
 use crate::gpu::plan::matrix_tiles::Tile;
-use crate::results::zeros;
+use crate::results::{check_room, zeros};
 use crate::{Error, Float, Result};
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
@@ -14,22 +14,26 @@ use std::sync::Mutex;
 
 /// The matrix the tiles' results go into, shared by the pipelines of
 /// several GPUs: no two tiles of a plan write the same values, and the
-/// lock makes each copy whole. The matrix is allocated with the output,
-/// before any launch (an error if the host cannot), its pages not yet
-/// touched. A pipeline calls [`Output::prepare`] for a tile before it waits
-/// for the tile's results: the tile's part of the matrix is written once
-/// then, so that its pages are faulted in while the GPU works.
+/// lock makes each copy whole. Whether the host has room for the matrix is
+/// checked with the output, before any launch; the matrix is allocated by
+/// the first [`Output::prepare`], with the first tiles already queued,
+/// because reused memory is zeroed by the allocator, at the host's memory
+/// speed. A pipeline calls `prepare` for a tile before it waits for the
+/// tile's results: the tile's part of the matrix is written once then, so
+/// that its pages are faulted in while the GPU works.
 /// Each tile's results are checked ([`crate::finite::check_finite`]) as
 /// they are copied in, on several threads for large tiles. Faulting in
 /// pages and reading the results both run at the host's memory speed:
 /// before the first launch or after the last kernel they would leave the
 /// GPU idle.
 pub(crate) struct Output<T> {
+    shape: (usize, usize),
     placed: Mutex<Placed<T>>,
 }
 
 struct Placed<T> {
-    matrix: Array2<T>,
+    /// Allocated by the first tile's [`Output::prepare`].
+    matrix: Option<Array2<T>>,
     /// The first tile's results that failed the check.
     failed: Option<Error>,
 }
@@ -38,9 +42,11 @@ impl<T: Float> Output<T> {
     /// An output of `rows x cols` results; an error naming its size if
     /// the host cannot allocate it.
     pub(crate) fn new(shape: (usize, usize)) -> Result<Self> {
+        check_room::<T>(shape.0, shape.1)?;
         Ok(Output {
+            shape,
             placed: Mutex::new(Placed {
-                matrix: zeros(shape.0, shape.1)?,
+                matrix: None,
                 failed: None,
             }),
         })
@@ -49,20 +55,26 @@ impl<T: Float> Output<T> {
     /// Writes `tile`'s part of the matrix (and its mirror's), so that the
     /// copy of its results finds the pages in memory: called while the
     /// GPU computes the tile.
-    pub(crate) fn prepare(&self, tile: &Tile) {
+    pub(crate) fn prepare(&self, tile: &Tile) -> Result<()> {
         let mut placed = self.placed();
-        let matrix = &mut placed.matrix;
+        let matrix = match &mut placed.matrix {
+            Some(matrix) => matrix,
+            empty => empty.insert(zeros(self.shape.0, self.shape.1)?),
+        };
         fill_zero(matrix.slice_mut(s![tile.rows.clone(), tile.cols.clone()]));
         if tile.mirror {
             fill_zero(matrix.slice_mut(s![tile.cols.clone(), tile.rows.clone()]));
         }
+        Ok(())
     }
 
     /// Checks a tile's results and copies them (row-major) into the
-    /// matrix, and their transpose too for a mirrored tile.
+    /// matrix, and their transpose too for a mirrored tile; after the
+    /// tile's [`Output::prepare`].
     pub(crate) fn place(&self, tile: &Tile, values: &[T]) {
         let mut placed = self.placed();
-        let checked = place(&mut placed.matrix.view_mut(), tile, values);
+        let matrix = placed.matrix.as_mut().expect("a tile is prepared first");
+        let checked = place(&mut matrix.view_mut(), tile, values);
         if let Err(error) = checked {
             placed.failed.get_or_insert(error);
         }
@@ -84,7 +96,11 @@ impl<T: Float> Output<T> {
         if let Some(error) = placed.failed {
             return Err(error);
         }
-        Ok(placed.matrix)
+        match placed.matrix {
+            Some(matrix) => Ok(matrix),
+            // No tiles: no pairs.
+            None => zeros(self.shape.0, self.shape.1),
+        }
     }
 }
 
@@ -181,10 +197,14 @@ mod tests {
     #[test]
     fn tiles_fill_the_matrix_and_mirrors_their_transpose() {
         let output = Output::<f64>::new((3, 3)).unwrap();
+        let prepared_and_placed = |tile: Tile, values: &[f64]| {
+            output.prepare(&tile).unwrap();
+            output.place(&tile, values);
+        };
         // Row 0 against columns 1 and 2, mirrored into column 0.
-        output.place(&tile(0..1, 1..3, true), &[1.0, 2.0]);
-        output.place(&tile(1..3, 1..3, false), &[3.0, 4.0, 5.0, 6.0]);
-        output.place(&tile(0..1, 0..1, false), &[7.0]);
+        prepared_and_placed(tile(0..1, 1..3, true), &[1.0, 2.0]);
+        prepared_and_placed(tile(1..3, 1..3, false), &[3.0, 4.0, 5.0, 6.0]);
+        prepared_and_placed(tile(0..1, 0..1, false), &[7.0]);
         let expected = array![[7.0, 1.0, 2.0], [1.0, 3.0, 4.0], [2.0, 5.0, 6.0]];
         assert_eq!(output.into_matrix().unwrap(), expected);
         // No tiles (no pairs): zeros of the shape.
@@ -199,6 +219,18 @@ mod tests {
     }
 
     #[test]
+    fn a_matrix_the_host_cannot_hold_fails_before_any_tile() {
+        // 2^62 bytes: no host has them; a product past usize overflows.
+        for shape in [(1 << 30, 1 << 30), (usize::MAX, 2)] {
+            let error = Output::<f32>::new(shape).err().expect("no room");
+            assert!(
+                matches!(error, Error::OutOfMemory { rows, cols, .. } if (rows, cols) == shape),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
     fn large_tiles_are_copied_and_checked_in_pieces() {
         // Tiles of more than PARALLEL_COPY_BYTES, along either axis, each
         // prepared first as the pipeline does.
@@ -206,7 +238,7 @@ mod tests {
         let values: Vec<f32> = (0..rows * cols).map(|k| k as f32).collect();
         let wide = tile(0..rows, 0..cols, false);
         let output = Output::<f32>::new((rows, cols)).unwrap();
-        output.prepare(&wide);
+        output.prepare(&wide).unwrap();
         output.place(&wide, &values);
         let matrix = output.into_matrix().unwrap();
         let expected = Array2::from_shape_vec((rows, cols), values.clone()).unwrap();
@@ -217,7 +249,7 @@ mod tests {
         let square: Vec<f32> = (0..m * m).map(|k| k as f32).collect();
         let mirrored = tile(0..m, m..2 * m, true);
         let output = Output::<f32>::new((2 * m, 2 * m)).unwrap();
-        output.prepare(&mirrored);
+        output.prepare(&mirrored).unwrap();
         output.place(&mirrored, &square);
         let matrix = output.into_matrix().unwrap();
         let block = Array2::from_shape_vec((m, m), square).unwrap();
@@ -241,7 +273,7 @@ mod tests {
                 bad[k] = f32::INFINITY;
             }
             let output = Output::<f32>::new((rows, cols)).unwrap();
-            output.prepare(&wide);
+            output.prepare(&wide).unwrap();
             output.place(&wide, &bad);
             let error = output.into_matrix().unwrap_err();
             if nan.is_some() {
@@ -258,14 +290,20 @@ mod tests {
     #[test]
     fn a_tile_that_fails_the_check_fails_the_matrix() {
         let unwritten = Output::<f32>::new((2, 2)).unwrap();
-        unwritten.place(&tile(0..1, 0..2, false), &[1.0, 2.0]);
-        unwritten.place(&tile(1..2, 0..2, false), &[f32::NAN, 3.0]);
+        for (tile, values) in [
+            (tile(0..1, 0..2, false), [1.0, 2.0]),
+            (tile(1..2, 0..2, false), [f32::NAN, 3.0]),
+        ] {
+            unwritten.prepare(&tile).unwrap();
+            unwritten.place(&tile, &values);
+        }
         let error = unwritten.into_matrix().unwrap_err();
         assert!(
             matches!(&error, Error::GpuFailure(message) if message.contains("unwritten")),
             "{error}"
         );
         let overflowed = Output::<f64>::new((1, 3)).unwrap();
+        overflowed.prepare(&tile(0..1, 0..3, false)).unwrap();
         overflowed.place(&tile(0..1, 0..3, false), &[1.0, f64::INFINITY, 2.0]);
         let error = overflowed.into_matrix().unwrap_err();
         assert!(matches!(error, Error::Overflow { .. }), "{error}");
