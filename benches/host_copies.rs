@@ -10,7 +10,8 @@
 //! idle threads fall asleep), so the figures include waking the threads.
 //! Prints median and 10th-percentile times in us, the gap subtracted;
 //! `docs/benchmarks.md` ("Uploads from ordinary memory") has the
-//! figures, and the choices of the library's uploads that follow from them.
+//! figures, docs/gpu-runtime.md the choices of the library's uploads that
+//! follow from them.
 //!
 //! The pinned buffer is write-combined, as the library's staging buffers,
 //! or with `--cached` cached (write-back) pinned memory: non-temporal stores
