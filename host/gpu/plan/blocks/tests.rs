@@ -266,3 +266,30 @@ fn stencil_tiles_shrink_for_several_gpus_but_fill_one() {
     // A small matrix is not cut below a tile that fills a GPU.
     assert_eq!(spread_side(2048, 1000, 4), 256);
 }
+
+#[test]
+fn stencil_tiles_cover_every_pair_once() {
+    use super::super::matrix_tiles::TilePlan;
+    let a = set(&[5, 1, 17, 3, 40, 2, 2, 9, 30, 1, 6], 1, false);
+    let b = set(&[2, 60, 1, 8, 8, 8, 3], 1, false);
+    for side in [1, 2, 3, 5, 100] {
+        for (other, rows, cols) in [(Some(&b), 11, 7), (None, 11, 11)] {
+            let plan = TilePlan::of_side(&a, other, 1 << 20, side);
+            let mut counts = vec![vec![0; cols]; rows];
+            for tile in plan.tiles(other.is_none()) {
+                for i in tile.rows.clone() {
+                    for j in tile.cols.clone().filter(|&j| !tile.triangle || i <= j) {
+                        counts[i][j] += 1;
+                        if (tile.triangle || tile.mirror) && i != j {
+                            counts[j][i] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(
+                counts.iter().flatten().all(|&n| n == 1),
+                "{side}: {counts:?}"
+            );
+        }
+    }
+}
