@@ -246,9 +246,19 @@ impl Variant {
 
 impl Variant {
     /// Whether a distance matrix with it spreads over several GPUs: the
-    /// pair kernels of the streamed pipeline (naive, warp, local, shared);
-    /// the others compute on the first GPU alone.
+    /// pair kernels of the streamed pipeline (naive, warp, local, shared)
+    /// and the stencil kernel; the tiled and anti-diagonal variants, which
+    /// compute one long pair after the other, run on the first GPU alone.
     pub const fn spreads_over_gpus(self) -> bool {
+        matches!(
+            self,
+            Variant::Naive | Variant::Warp | Variant::Local | Variant::Shared | Variant::Stencil
+        )
+    }
+
+    /// Whether it reads a resident set ([`crate::distance_matrix_resident`]):
+    /// the pair kernels of the pipeline (naive, warp, local, shared).
+    pub const fn reads_resident_sets(self) -> bool {
         matches!(
             self,
             Variant::Naive | Variant::Warp | Variant::Local | Variant::Shared

@@ -508,6 +508,7 @@ struct GpuShareRow {
     gpu: String,
     pairs: u64,
     seconds: f64,
+    idle_seconds: f64,
     gcups: f64,
 }
 
@@ -725,6 +726,7 @@ fn gpu_bench_resident_and_streamed_modes() {
                     for share in shares {
                         assert!(share.gpu.starts_with("GPU "), "{}", share.gpu);
                         assert!(share.seconds > 0.0 && share.gcups > 0.0);
+                        assert!(share.idle_seconds >= 0.0);
                     }
                 }
             }

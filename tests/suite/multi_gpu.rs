@@ -1,7 +1,8 @@
 //! Every GPU of the host: results on all of them equal GPU 0's alone bit
-//! for bit (streamed matrices, the triangle, resident sets replicated and
-//! sharded, paired Soft-DTW values and gradients, k-NN), and a GPU that fails mid-run is named or its
-//! blocks retried on the others. These run on however many GPUs there are,
+//! for bit (streamed and stencil matrices, the triangle, resident sets
+//! replicated and sharded, paired Soft-DTW values and gradients, k-NN), a
+//! GPU that fails mid-run is named or its blocks retried on the others,
+//! and an all-pairs matrix keeps every GPU busy to the end. These run on however many GPUs there are,
 //! one included (the same code with one worker); the scheduling itself is
 //! unit-tested with fake workers (`host/gpu/plan/spread.rs`).
 
@@ -65,6 +66,8 @@ fn multi_gpu_matrices_equal_gpu0() {
         (None, SMALL),
         (Some(Variant::Warp), None),
         (Some(Variant::Naive), None),
+        (Some(Variant::Stencil), None),
+        (Some(Variant::Stencil), SMALL),
     ];
     for metric in metrics() {
         for (variant, budget) in cases {
@@ -324,4 +327,57 @@ fn multi_gpu_work_counts_every_pair_once() {
     counts(0, "the tiled kernel", &|| {
         distance_matrix(&long, None, metric, &tiled).unwrap();
     });
+}
+
+/// DTW all pairs of 4,096 series of 128 samples in f32 on every GPU: the
+/// blocks are cut and handed out so that the GPUs finish together, each
+/// busy at least 90% of the call's time (the busy times and call times
+/// the host records, `Gpu::work`). Needs two GPUs or more; with one it
+/// says so and passes.
+#[test]
+fn multi_gpu_all_pairs_keep_every_gpu_busy() {
+    let test = "multi_gpu_all_pairs_keep_every_gpu_busy";
+    let Some(_timed) = on_gpu(test) else {
+        return;
+    };
+    let gpus = Gpu::select(GpuSet::all()).unwrap();
+    if gpus.len() < 2 {
+        eprintln!("{test}: skipped: one GPU; the balance of several needs two or more");
+        return;
+    }
+    let mut rng = rng(12);
+    let series: Vec<Array2<f32>> = (0..4096)
+        .map(|_| Array2::from_shape_fn((128, 1), |_| rng.random_range(-2.0..2.0)))
+        .collect();
+    let set = SeriesSet::from_series(series.iter().map(|s| s.view())).unwrap();
+    let metric: Metric = Dtw::new().into();
+    let options = on(GpuSet::all(), None, None);
+    // The first call loads the kernel and makes the pipelines.
+    distance_matrix(&set, None, metric, &options).unwrap();
+    let work = || -> Vec<_> { gpus.iter().map(|g| g.work()).collect() };
+    let pairs = 4096 * 4097 / 2;
+    // The counters are the process's: a run during which another test's
+    // work was counted (more pairs than this call's) is run again.
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let before = work();
+        distance_matrix(&set, None, metric, &options).unwrap();
+        let each: Vec<_> = work()
+            .iter()
+            .zip(&before)
+            .map(|(n, b)| n.since(*b))
+            .collect();
+        if each.iter().map(|w| w.pairs).sum::<u64>() != pairs {
+            continue;
+        }
+        let busy: Vec<f64> = each
+            .iter()
+            .map(|w| w.time.as_secs_f64() / w.call.as_secs_f64())
+            .collect();
+        if busy.iter().all(|&b| b >= 0.9) {
+            return;
+        }
+        seen.push(busy);
+    }
+    panic!("each GPU's share of the call's time busy, run by run: {seen:?}");
 }

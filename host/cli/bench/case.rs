@@ -249,7 +249,8 @@ fn skip_reason<T: Float>(
 }
 
 /// Each GPU's share of the work done since `before` (its counters then,
-/// in `used`'s order): those that computed pairs.
+/// in `used`'s order): those that computed pairs, with their busy time and
+/// the time they waited for the others at the end of the calls.
 fn gpu_shares(case: &Case, used: &[&'static Gpu], before: &[GpuWork]) -> Vec<GpuShare> {
     let cells_per_pair = case.cells() / case.pairs();
     used.iter()
@@ -261,6 +262,7 @@ fn gpu_shares(case: &Case, used: &[&'static Gpu], before: &[GpuWork]) -> Vec<Gpu
                 name: gpu.name(),
                 pairs: work.pairs,
                 seconds,
+                idle_seconds: work.call.saturating_sub(work.time).as_secs_f64(),
                 gcups: work.pairs as f64 * cells_per_pair / seconds / 1e9,
             }
         })

@@ -238,7 +238,7 @@ fn variants_for(mode: Mode, resident: bool) -> Vec<Variant> {
         .into_iter()
         .filter(|v| match (mode, resident) {
             (Mode::Matrix, false) => true,
-            (Mode::Matrix, true) => v.spreads_over_gpus(),
+            (Mode::Matrix, true) => v.reads_resident_sets(),
             (Mode::Paired, _) => matches!(v, Variant::Stencil | Variant::Warp | Variant::Tiled),
             (Mode::PairedGradient, _) => matches!(v, Variant::Stencil | Variant::Warp),
         })

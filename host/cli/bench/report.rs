@@ -22,6 +22,9 @@ pub struct GpuShare {
     pub pairs: u64,
     /// The time its worker spent computing them.
     pub seconds: f64,
+    /// The time it waited for the other GPUs at the end of the calls: the
+    /// calls' time minus its own.
+    pub idle_seconds: f64,
     /// Its rate over that time, at the case's mean cells a pair.
     pub gcups: f64,
 }
@@ -183,11 +186,12 @@ pub fn share_lines(row: &Row) -> String {
         .iter()
         .map(|share| {
             format!(
-                "#   {}: {} pairs ({:.1}%), {} s computing them, {} GCUPS\n",
+                "#   {}: {} pairs ({:.1}%), {} s computing them, {} s idle at the end, {} GCUPS\n",
                 share.name,
                 share.pairs,
                 100.0 * share.pairs as f64 / total as f64,
                 three_significant_digits(share.seconds),
+                three_significant_digits(share.idle_seconds),
                 three_significant_digits(share.gcups)
             )
         })
@@ -269,10 +273,12 @@ pub fn json(rows: &[Row]) -> String {
                     .iter()
                     .map(|s| {
                         format!(
-                            "{{\"gpu\": {:?}, \"pairs\": {}, \"seconds\": {}, \"gcups\": {}}}",
+                            "{{\"gpu\": {:?}, \"pairs\": {}, \"seconds\": {}, \"idle_seconds\": {}, \
+                             \"gcups\": {}}}",
                             s.name,
                             s.pairs,
                             number(s.seconds),
+                            number(s.idle_seconds),
                             number(s.gcups)
                         )
                     })
@@ -346,6 +352,7 @@ mod tests {
             name: name.into(),
             pairs,
             seconds,
+            idle_seconds: 0.0005,
             gcups: pairs as f64 * 64.0 / seconds / 1e9,
         }
     }
@@ -382,7 +389,9 @@ mod tests {
         let lines = share_lines(&two);
         assert_eq!(lines.lines().count(), 2, "{lines}");
         assert!(
-            lines.contains("#   GPU 0 (A): 600 pairs (75.0%), 0.00200 s"),
+            lines.contains(
+                "#   GPU 0 (A): 600 pairs (75.0%), 0.00200 s computing them, 0.000500 s idle at the end"
+            ),
             "{lines}"
         );
         assert!(lines.contains("GPU 1 (B): 200 pairs (25.0%)"), "{lines}");
@@ -398,7 +407,8 @@ mod tests {
         for needle in [
             "\"first_call_seconds\": 0.0125",
             "\"pinned_input\": true",
-            "\"gpu_shares\": [{\"gpu\": \"GPU 0 (A)\", \"pairs\": 600, \"seconds\": 0.002",
+            "\"gpu_shares\": [{\"gpu\": \"GPU 0 (A)\", \"pairs\": 600, \"seconds\": 0.002, \
+             \"idle_seconds\": 0.0005",
         ] {
             assert!(json.contains(needle), "{json}");
         }

@@ -11,7 +11,8 @@
 //! workers        a plan's blocks on one worker (and pipeline) per GPU
 //! pair_kernels   the pair kernels over whole batches, streamed or against
 //!                a resident set; a resident set's upload
-//! stencil_tiles  the stencil kernels, in tiles of series
+//! stencil_tiles  the stencil kernels, in tiles of series, on one GPU or
+//!                spread over several
 //! tiled_pairs    the tiled variants, one long pair after the other
 //! antidiagonal   the anti-diagonal variants, one pair after the other
 //! mod.rs         the dispatch of a variant to its launcher
@@ -32,14 +33,17 @@ use crate::{Float, Result, SeriesSet, Variant};
 use antidiagonal::diagonal_pairs;
 use ndarray::Array2;
 use pair_kernels::matrix_streamed;
-use stencil_tiles::stencil_matrix;
+use stencil_tiles::{stencil_matrix, stencil_matrix_spread};
 use tiled_pairs::pairs_one_by_one;
 
 /// Every series of `a` against every series of `b` (or the upper triangle
 /// of `a` against itself) with `variant`, using at most `memory_budget`
 /// bytes of device memory a GPU (default: 3/4 of what is free), in as many
 /// tiles and launches as that takes. The pair kernels (naive, warp, local,
-/// shared) spread over every GPU of `gpus`; the others run on the first.
+/// shared) and the stencil kernel spread over every GPU of `gpus`, in
+/// blocks handed out largest first; the tiled and anti-diagonal variants,
+/// one long pair after the other, run on the first (a long pair is one
+/// GPU's: the tiled kernel spreads it over that GPU).
 /// The results are checked ([`check_finite`]): the pair kernels' tile by
 /// tile as they come back, the others' here.
 pub(crate) fn matrix<T: Float, P: KernelParams<T>>(
@@ -60,6 +64,9 @@ pub(crate) fn matrix<T: Float, P: KernelParams<T>>(
         Variant::Diagonal | Variant::DiagonalLaunches => {
             let (_one_at_a_time, budget) = one()?;
             diagonal_pairs(gpu, variant == Variant::Diagonal, params, a, b, budget)
+        }
+        Variant::Stencil if gpus.len() > 1 => {
+            stencil_matrix_spread(gpus, params, a, b, memory_budget)
         }
         Variant::Stencil => {
             let (_one_at_a_time, budget) = one()?;

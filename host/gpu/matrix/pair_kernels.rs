@@ -18,6 +18,7 @@
 
 use super::tile_pipeline::{Operand, PairKernel, Pipeline};
 use super::workers::{run_plan, Worker};
+use crate::gpu::plan::blocks::{spread_caps, spread_plan, Cells};
 use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
 use crate::gpu::plan::matrix_tiles::{resident_plan, streamed_plan, Caps, Side, Sizes};
@@ -114,7 +115,8 @@ fn shared_kernel<T: Float>(gpu: &Gpu, id: KernelId, row_len: usize) -> Result<Pa
 /// triangle of `a` against itself, with a naive or warp kernel,
 /// streamed (see the module's documentation) on every GPU of `gpus`: the
 /// plan is made for the smallest of their budgets, and its blocks (a range
-/// of the uploaded side and its tiles) handed out from one queue.
+/// of the uploaded side and some of its tiles) handed out from one queue,
+/// largest first, several a GPU (`plan::blocks`).
 pub(crate) fn matrix_streamed<T: Float, P: KernelParams<T>>(
     gpus: &[&'static Gpu],
     variant: Variant,
@@ -132,8 +134,20 @@ pub(crate) fn matrix_streamed<T: Float, P: KernelParams<T>>(
     let kernel =
         |gpu: &Gpu| pair_kernel::<T, P>(gpu, variant, lengths, a.dims(), band_width, pairs);
     let workspace_per_pair = kernel(gpus[0])?.workspace_per_pair;
-    let caps = Caps::new(budget, size_of::<T>());
-    let plan = streamed_plan(a, b, &caps);
+    // Several GPUs: tiles small enough for several blocks each, the blocks
+    // handed out largest first (one GPU: the plan of its budget alone).
+    let outputs = match b {
+        Some(b) => a.len() * b.len(),
+        None => a.len() * (a.len() + 1) / 2,
+    };
+    let caps = spread_caps(Caps::new(budget, size_of::<T>()), outputs, gpus.len());
+    let (rows, cols) = (a.parts().1, other.parts().1);
+    let cells = Cells {
+        rows,
+        cols,
+        band: band_width,
+    };
+    let plan = spread_plan(streamed_plan(a, b, &caps), gpus.len(), |t| cells.of(t));
     let longest = a.max_len().max(other.max_len());
     let sizes = Sizes::new(&plan, a, Some(other), workspace_per_pair, &caps, longest)?;
     let (fixed, streamed) = match plan.fixed {
@@ -190,8 +204,9 @@ pub(crate) struct ResidentParts<'a, T> {
 /// Every series of `queries` against every series of the resident
 /// `database`, with a naive or warp kernel: the queries uploaded in
 /// blocks, the tiles' outputs copied back as the next tiles run. A
-/// replicated set shares the blocks of queries out between its GPUs; a
-/// sharded one runs every block on every shard, its columns in place.
+/// replicated set shares blocks of queries and columns out between its
+/// GPUs, largest first (`plan::blocks`); a sharded one runs every block on
+/// every shard, its columns in place.
 pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
     variant: Variant,
     params: P,
@@ -214,7 +229,17 @@ pub(crate) fn matrix_resident<T: Float, P: KernelParams<T>>(
     let operand = |k: usize| Operand::Device(&database.parts[k].2.image);
     let mut workers = Worker::each(&gpus, operand);
     if database.replicated || database.parts.len() == 1 {
+        // Every GPU holds every column: several GPUs split the queries and
+        // the columns into blocks, so that even one query uses them all.
+        let outputs = queries.len() * database.len;
+        let caps = spread_caps(caps, outputs, gpus.len());
+        let cells = Cells {
+            rows: queries.parts().1,
+            cols: database.parts[0].2.offsets(),
+            band: band_width,
+        };
         let plan = resident_plan(queries, 0..database.len, &caps);
+        let plan = spread_plan(plan, gpus.len(), |t| cells.of(t));
         let sizes = Sizes::new(&plan, queries, None, workspace_per_pair, &caps, longest)?;
         run_plan(
             &mut workers,

@@ -12,6 +12,7 @@ use crate::gpu::runtime::context::Gpu;
 use crate::gpu::runtime::several_gpus::{armed_faults, enter};
 use crate::gpu::transfer::matrix_output::Output;
 use crate::{Float, Result, SeriesSet};
+use std::time::Instant;
 
 /// One GPU's share of a computation: its operand for the plan's other
 /// side, and the kernel and pipeline it makes on its first block.
@@ -57,7 +58,9 @@ impl<'a, T: Float> Worker<'a, T> {
 /// Runs the uploads of `plan` (its blocks) on `workers`, each through its
 /// own pipeline of `sizes` with `kernel` loaded on its GPU, the `fixed`
 /// side uploaded a block at a time, results into `out`; counts each GPU's
-/// pairs and time in [`Gpu::work`].
+/// pairs, time and the call's time in [`Gpu::work`]. The blocks are handed
+/// out in the plan's order (largest first when it is spread,
+/// `plan::blocks`).
 pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
     workers: &mut [Worker<'_, T>],
     (plan, sizes): (&Plan, Sizes),
@@ -66,6 +69,7 @@ pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
     kernel: impl Fn(&Gpu) -> Result<PairKernel> + Sync,
     out: &Output<T>,
 ) -> Result<()> {
+    let start = Instant::now();
     let result = spread(
         workers,
         plan.uploads.len(),
@@ -88,15 +92,15 @@ pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
             Ok(())
         },
     );
+    let call = start.elapsed();
     // The pipelines wait for their streams as they go.
     for worker in workers.iter_mut() {
         worker.pipeline = None;
     }
     for (worker, share) in workers.iter().zip(result?) {
         let tiles = share.blocks.iter().flat_map(|&b| &plan.uploads[b].tiles);
-        worker
-            .gpu
-            .add_work(tiles.map(Tile::pairs).sum(), share.time);
+        let pairs = tiles.map(Tile::pairs).sum();
+        worker.gpu.add_work(pairs, share.time, call);
     }
     Ok(())
 }

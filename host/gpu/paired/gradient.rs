@@ -361,9 +361,10 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
         grad_xx: divergence.then(|| zeros(x_offsets)),
         grad_yy: (divergence && with_y).then(|| zeros(y_offsets)),
     });
+    let cost = |k: usize| (x.series_len(k) * y.series_len(k)) as u64;
     spread_pair_blocks(
         gpus,
-        pairs,
+        (pairs, cost),
         launches,
         |gpu, range| {
             let part = (&x.slice(range.clone()), &y.slice(range));

@@ -76,9 +76,10 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
     let variant = Some(choose(variant, &shapes)?);
     let launches = shapes.launches();
     let values = Mutex::new(vec![T::ZERO; launches * pairs]);
+    let cost = |k: usize| (x.series_len(k) * y.series_len(k)) as u64;
     spread_pair_blocks(
         gpus,
-        pairs,
+        (pairs, cost),
         launches,
         |gpu, range| {
             let part = (&x.slice(range.clone()), &y.slice(range));

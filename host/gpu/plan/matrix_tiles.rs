@@ -23,7 +23,7 @@ const RESULT_BYTES: usize = 16 << 20;
 /// a [`SLOTS`]th of its outputs, but of no fewer than this many (a tile's
 /// launch must fill the GPU): the host checks and copies the last tile's
 /// results after the last kernel, the others' while kernels still run.
-const SPLIT_OUTPUTS: usize = 1 << 16;
+pub(crate) const SPLIT_OUTPUTS: usize = 1 << 16;
 /// Streamed chunks get at least this many series (when the other side has
 /// that many) before the uploaded block is cut smaller instead.
 const MIN_CHUNK_SERIES: usize = 256;
@@ -312,16 +312,51 @@ pub(crate) struct TilePlan {
 
 impl TilePlan {
     pub(crate) fn new<T: Float>(a: &SeriesSet<T>, b: Option<&SeriesSet<T>>, budget: usize) -> Self {
-        let element = size_of::<T>();
+        Self::of_side(a, b, budget, Self::side::<T>(budget))
+    }
+
+    /// The side of the largest square tile whose output takes a quarter
+    /// of `budget`.
+    pub(crate) fn side<T: Float>(budget: usize) -> usize {
+        ((budget / 4 / size_of::<T>()) as f64).sqrt().max(1.0) as usize
+    }
+
+    /// The plan of tiles of at most `side x side` outputs.
+    pub(crate) fn of_side<T: Float>(
+        a: &SeriesSet<T>,
+        b: Option<&SeriesSet<T>>,
+        budget: usize,
+        side: usize,
+    ) -> Self {
         let quarter = budget / 4;
-        // A tile is at most `side x side` outputs.
-        let side = ((quarter / element) as f64).sqrt().max(1.0) as usize;
         let a_blocks = ranges(a, 0..a.len(), quarter, side);
         let b_blocks = match b {
             Some(b) => ranges(b, 0..b.len(), quarter, side),
             None => a_blocks.clone(),
         };
         TilePlan { a_blocks, b_blocks }
+    }
+
+    /// Every block of `a` against every block of `b`, or against itself
+    /// (`triangle_matrix`) the blocks of the upper triangle: those on the
+    /// diagonal triangles, the others mirrored; rows before columns.
+    pub(crate) fn tiles(&self, triangle_matrix: bool) -> Vec<Tile> {
+        let mut tiles = Vec::new();
+        for (row_index, rows) in self.a_blocks.iter().enumerate() {
+            for (column_index, cols) in self.b_blocks.iter().enumerate() {
+                if triangle_matrix && column_index < row_index {
+                    continue; // the mirror of a tile before
+                }
+                let triangle = triangle_matrix && column_index == row_index;
+                tiles.push(Tile {
+                    rows: rows.clone(),
+                    cols: cols.clone(),
+                    triangle,
+                    mirror: triangle_matrix && !triangle,
+                });
+            }
+        }
+        tiles
     }
 }
 

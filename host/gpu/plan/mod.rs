@@ -14,12 +14,15 @@
 //!                 catalogue (driver, shape, univariate twin) a launch takes
 //! matrix_tiles    the tiles of a distance matrix, the pipeline's slots'
 //!                 share of the budget, the stencil kernels' blocks
+//! blocks          blocks for several GPUs: each one's cost (its cells),
+//!                 sized and ordered so that the GPUs finish together
 //! paired_shapes   the pairs' shapes of paired batches (`x_k` against
 //!                 `y_k`), and where a gradient's outputs lie
 //! spread          blocks handed out to several workers (one per GPU) from
 //!                 one queue, tested with fake workers
 //! ```
 
+pub(super) mod blocks;
 pub(super) mod layout;
 pub(super) mod matrix_tiles;
 pub(super) mod paired_shapes;

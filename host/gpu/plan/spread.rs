@@ -1,9 +1,10 @@
 //! Work spread over several workers (one per GPU), with no CUDA here so
 //! that the scheduling is unit-tested on the CPU with fake workers.
 //!
-//! [`spread`]: blocks `0..count` handed out from one shared queue, each
-//! worker on a thread of its own taking the next block when it is done with
-//! the last, so a slower or busier worker takes fewer. A worker whose block
+//! [`spread`]: blocks `0..count` handed out in that order from one shared
+//! queue (a plan lists its blocks largest first: `blocks`), each worker on
+//! a thread of its own taking the next block when it is done with the
+//! last, so a slower or busier worker takes fewer. A worker whose block
 //! fails with a device error ([`Error::is_gpu_failure`]) stops, and its block goes back
 //! to the queue for the others; the call fails only when every worker has
 //! failed, or at once on any other error (bad input, an overflow, an

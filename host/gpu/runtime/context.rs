@@ -56,8 +56,10 @@ pub struct Gpu {
     busy_nanos: AtomicU64,
     /// Pairs the work spread over GPUs has computed here, in all.
     pairs: AtomicU64,
-    /// Nanoseconds this GPU's workers spent computing those pairs.
+    /// Nanoseconds this GPU's workers spent computing those pairs, and
+    /// the computations they were part of took.
     work_nanos: AtomicU64,
+    call_nanos: AtomicU64,
     /// The streams and pinned buffers of the pipelined pair kernels.
     pub(crate) pool: PinnedPool,
     /// The device's pool of stream-ordered allocations, which keeps what
@@ -100,11 +102,15 @@ pub fn this_thread_busy_time() -> Duration {
 /// kernels' distance matrices; paired Soft-DTW values and gradients on
 /// several GPUs, each launch of a divergence's pair counted),
 /// and the time its worker spent computing them: with several GPUs, each
-/// one's share of a computation and its rate ([`Gpu::work`]).
+/// one's share of a computation and its rate ([`Gpu::work`]). `call` is
+/// the time of the computations it took part in, from their first block
+/// handed out to their last one done (on any GPU): `call - time` is what
+/// it waited, at the end, for the others.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GpuWork {
     pub pairs: u64,
     pub time: Duration,
+    pub call: Duration,
 }
 
 impl GpuWork {
@@ -113,6 +119,7 @@ impl GpuWork {
         GpuWork {
             pairs: self.pairs - earlier.pairs,
             time: self.time.saturating_sub(earlier.time),
+            call: self.call.saturating_sub(earlier.call),
         }
     }
 }
@@ -252,6 +259,7 @@ impl Gpu {
             busy_nanos: AtomicU64::new(0),
             pairs: AtomicU64::new(0),
             work_nanos: AtomicU64::new(0),
+            call_nanos: AtomicU64::new(0),
             memory_pool,
             pool: PinnedPool::default(),
             streamed: StreamedState::default(),
@@ -330,14 +338,17 @@ impl Gpu {
         GpuWork {
             pairs: self.pairs.load(Ordering::Relaxed),
             time: Duration::from_nanos(self.work_nanos.load(Ordering::Relaxed)),
+            call: Duration::from_nanos(self.call_nanos.load(Ordering::Relaxed)),
         }
     }
 
-    /// Counts `pairs` computed in `time` more in [`Gpu::work`].
-    pub(crate) fn add_work(&self, pairs: u64, time: Duration) {
+    /// Counts `pairs` computed in `time` more in [`Gpu::work`], in a
+    /// computation of `call` on all its GPUs.
+    pub(crate) fn add_work(&self, pairs: u64, time: Duration, call: Duration) {
         self.pairs.fetch_add(pairs, Ordering::Relaxed);
-        let nanos = time.as_nanos() as u64;
-        self.work_nanos.fetch_add(nanos, Ordering::Relaxed);
+        let nanos = |d: Duration| d.as_nanos() as u64;
+        self.work_nanos.fetch_add(nanos(time), Ordering::Relaxed);
+        self.call_nanos.fetch_add(nanos(call), Ordering::Relaxed);
     }
 
     /// Kernel `id`, its module JIT-compiled from the embedded PTX on first

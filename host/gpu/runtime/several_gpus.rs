@@ -1,7 +1,8 @@
 //! One call's work on several GPUs: each GPU held for the call (in
-//! ordinal order), its memory budget, and the blocks of a paired
-//! computation handed out from one queue ([`spread`]); the distance
-//! matrices' workers (`matrix::workers`) enter their blocks the same way.
+//! ordinal order), its memory budget, and the blocks of a computation
+//! handed out from one queue ([`spread_blocks`]: the pairs of a paired
+//! computation, the stencil kernels' tiles); the pair kernels' workers
+//! (`matrix::workers`) enter their blocks the same way.
 //! The test hook's fault ([`inject_gpu_fault`]) is armed here.
 //!
 //! A worker whose block fails with a device error stops; its block is
@@ -11,10 +12,12 @@
 
 use super::context::{Busy, Gpu};
 use crate::error::DriverCall;
-use crate::gpu::plan::count_ranges;
+use crate::gpu::plan::blocks::pair_blocks;
 use crate::gpu::plan::spread::{named, spread};
 use crate::{Error, Result};
 use std::cell::Cell;
+use std::ops::Range;
+use std::time::Instant;
 
 thread_local! {
     /// A fault armed by [`inject_gpu_fault`] for the next multi-GPU call
@@ -23,8 +26,8 @@ thread_local! {
 }
 
 /// Test hook: the next computation this thread starts that spreads blocks
-/// over GPUs (a streamed or resident distance matrix with a pair kernel,
-/// paired Soft-DTW values or gradients) makes GPU `ordinal` fail with a device error after it has computed
+/// over GPUs (a streamed or resident distance matrix with a pair kernel or
+/// the stencil kernel, paired Soft-DTW values or gradients) makes GPU `ordinal` fail with a device error after it has computed
 /// `after_blocks` blocks, as a GPU out of memory would. Per thread, so
 /// other threads' computations are not affected; one call only.
 #[doc(hidden)]
@@ -113,39 +116,57 @@ pub(crate) fn on_one_gpu<R>(
     compute(gpu).map_err(|e| named(e, &gpu.name()))
 }
 
-/// A paired computation of `pairs` pairs on every GPU of `gpus`: the pairs
-/// in contiguous blocks handed out from one queue (a few per GPU),
-/// `compute` run on each block where it lands and `place` putting its
-/// result into the whole (no two blocks overlap, so the whole is the one
-/// GPU's); each GPU's work recorded (`launches` launches a pair). Faults
-/// as [`spread`] handles them: a failed block goes to the others.
-pub(crate) fn spread_pair_blocks<R>(
+/// Blocks `0..count` of a computation on every GPU of `gpus`, handed out
+/// in that order from one queue ([`spread`]), `run(gpu, block)` computing
+/// one where it lands (and putting its results where they go), with the
+/// test hook's fault; each GPU's work recorded, `pairs(block)` a block.
+/// Faults as [`spread`] handles them: a failed block goes to the others.
+pub(crate) fn spread_blocks(
     gpus: &[&'static Gpu],
-    pairs: usize,
-    launches: usize,
-    compute: impl Fn(&'static Gpu, std::ops::Range<usize>) -> Result<R> + Sync,
-    place: impl Fn(std::ops::Range<usize>, R) + Sync,
+    count: usize,
+    pairs: impl Fn(usize) -> u64,
+    run: impl Fn(&'static Gpu, usize) -> Result<()> + Sync,
 ) -> Result<()> {
-    let blocks = count_ranges(pairs, pairs.div_ceil(4 * gpus.len()));
-    let mut workers: Vec<_> = gpus.iter().copied().zip(armed_faults(gpus)).collect();
-    let mut done = vec![0; gpus.len()];
-    let done: Vec<_> = done.iter_mut().collect();
-    let mut workers: Vec<_> = workers.iter_mut().zip(done).collect();
+    let faults = armed_faults(gpus).into_iter();
+    let mut workers: Vec<_> = gpus.iter().copied().zip(faults).map(|w| (w, 0)).collect();
+    let start = Instant::now();
     let shares = spread(
         &mut workers,
-        blocks.len(),
+        count,
         |((gpu, _), _)| gpu.name(),
         |((gpu, fault_after), done), block| {
-            enter(gpu, fault_after, **done)?;
-            let range = blocks[block].clone();
-            place(range.clone(), compute(gpu, range)?);
-            **done += 1;
+            enter(gpu, fault_after, *done)?;
+            run(gpu, block)?;
+            *done += 1;
             Ok(())
         },
     )?;
+    let call = start.elapsed();
     for (gpu, share) in gpus.iter().zip(shares) {
-        let pairs: usize = share.blocks.iter().map(|&b| blocks[b].len()).sum();
-        gpu.add_work((pairs * launches) as u64, share.time);
+        let pairs = share.blocks.iter().map(|&b| pairs(b)).sum();
+        gpu.add_work(pairs, share.time, call);
     }
     Ok(())
+}
+
+/// A paired computation of `pairs` pairs on every GPU of `gpus`: the pairs
+/// in contiguous blocks (pair `k` costing `cost(k)`, several blocks a GPU,
+/// largest first: `plan::blocks`) handed out from one queue, `compute` run
+/// on each block where it lands and `place` putting its result into the
+/// whole (no two blocks overlap, so the whole is the one GPU's); each
+/// GPU's work recorded (`launches` launches a pair).
+pub(crate) fn spread_pair_blocks<R>(
+    gpus: &[&'static Gpu],
+    (pairs, cost): (usize, impl Fn(usize) -> u64),
+    launches: usize,
+    compute: impl Fn(&'static Gpu, Range<usize>) -> Result<R> + Sync,
+    place: impl Fn(Range<usize>, R) + Sync,
+) -> Result<()> {
+    let blocks = pair_blocks(pairs, gpus.len(), cost);
+    let pairs_of = |block: usize| (blocks[block].len() * launches) as u64;
+    spread_blocks(gpus, blocks.len(), pairs_of, |gpu, block| {
+        let range = blocks[block].clone();
+        place(range.clone(), compute(gpu, range)?);
+        Ok(())
+    })
 }
