@@ -19,9 +19,11 @@
 //! matrix     distance matrices with every variant (api::distance_matrix)
 //! paired     paired Soft-DTW values and gradients (api::soft_dtw_pairs*)
 //! paths      last columns and expected alignments (api::paths)
+//! search     the subsequence search's chunks, bounds and DTWs
+//!            (search::subsequences on the GPU)
 //! ```
 //!
-//! `matrix`, `paired` and `paths` depend on none of each other.
+//! `matrix`, `paired`, `paths` and `search` depend on none of each other.
 
 mod launch;
 mod matrix;
@@ -29,6 +31,7 @@ mod paired;
 mod paths;
 mod plan;
 mod runtime;
+mod search;
 mod transfer;
 
 pub use paired::streamed_fallbacks;
@@ -63,7 +66,12 @@ pub(crate) use paired::{
 };
 pub(crate) use paths::{pair_alignment, DevicePathPair};
 pub(crate) use plan::layout::image_bytes as set_bytes;
+pub(crate) use plan::search::{
+    auto_on_gpu as search_auto_on_gpu, next_batch as search_next_batch,
+    AUTO_MIN_SAMPLES as SEARCH_AUTO_MIN_SAMPLES,
+};
 pub(crate) use plan::select::{band_width, matrix_variant, resident_variant};
 pub(crate) use plan::spread::{named, shards as plan_shards};
 pub(crate) use runtime::context::KernelParams;
 pub(crate) use runtime::several_gpus::budgets;
+pub(crate) use search::{SearchDevice, SearchQuery};

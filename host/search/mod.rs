@@ -42,6 +42,7 @@ mod bounds;
 mod cascade;
 mod dtw;
 mod file;
+mod gpu;
 mod kept;
 mod pruned;
 mod scan;
@@ -56,6 +57,7 @@ pub use file::{read_text, SeriesFile};
 pub use source::SeriesSource;
 pub use subsequence::{subsequence_alignment, SubsequenceAlignment};
 
+use crate::gpu::Gpu;
 use crate::{Device, Error, Result};
 
 /// The Sakoe-Chiba band, as the UCR Suite's `R`.
@@ -102,12 +104,16 @@ pub struct SearchOptions {
     /// Matches start at least this far apart (default `m / 2`; 0 or 1:
     /// any two different starts).
     pub exclusion: Option<usize>,
-    /// Where to search: the CPU (all cores) for `Auto` and `Cpu`; `Gpu`
-    /// is refused ([`Error::NotOnGpu`]) until the GPU kernels exist.
+    /// Where to search: `Cpu` (all cores), `Gpu` (an error if none is
+    /// usable) or `Auto`: the GPU for a series of at least
+    /// [`AUTO_GPU_SAMPLES`] samples when one is usable, else the CPU. Both
+    /// find the same matches at the same distances, bit for bit
+    /// (docs/algorithms.md, "Search").
     pub device: Device,
     /// Starts per unit of parallel work (default [`DEFAULT_CHUNK`]); each
-    /// unit reads its starts and the `m - 1` samples after them. The
-    /// results do not depend on it.
+    /// unit reads its starts and the `m - 1` samples after them. On the
+    /// GPU a chunk is 64 units (fewer where the device memory is short).
+    /// The results do not depend on it.
     pub chunk: usize,
 }
 
@@ -219,18 +225,36 @@ pub struct SearchResult {
 /// Errors: `m < 2`, a query longer than the series, dimensions that differ,
 /// `k = 0`, a band fraction outside [0, 1], a NaN or infinity in the query
 /// or the series (naming its position; the series is checked as it is
-/// read), `Device::Gpu`.
+/// read), `Device::Gpu` without a usable GPU, the GPU's errors.
 pub fn subsequences<S: SeriesSource + ?Sized>(
     query: ndarray::ArrayView2<f64>,
     series: &S,
     options: &SearchOptions,
 ) -> Result<SearchResult> {
-    if options.device == Device::Gpu {
-        return Err(Error::NotOnGpu("subsequence search"));
-    }
     let plan = plan(query, series.len(), series.dims(), options)?;
-    scan::search(&plan, series)
+    match options.device {
+        Device::Cpu => scan::search(&plan, series),
+        Device::Gpu => gpu::search(&plan, series, Gpu::get()?),
+        Device::Auto => match auto_gpu(series.len()) {
+            Some(found) => gpu::search(&plan, series, found),
+            None => scan::search(&plan, series),
+        },
+    }
 }
+
+/// The GPU `Device::Auto` searches a series of `samples` samples on: the
+/// first, when it is usable and the series has at least
+/// [`AUTO_GPU_SAMPLES`] samples.
+fn auto_gpu(samples: usize) -> Option<&'static Gpu> {
+    if !crate::gpu::search_auto_on_gpu(samples) {
+        return None;
+    }
+    Gpu::get().ok()
+}
+
+/// `Device::Auto` searches on the GPU from this many samples of the series
+/// on (2^20), when a GPU is usable; below it, on the CPU.
+pub const AUTO_GPU_SAMPLES: usize = crate::gpu::SEARCH_AUTO_MIN_SAMPLES;
 
 /// What a search needs to know before it reads the series.
 pub(crate) struct Plan {

@@ -33,12 +33,12 @@ const BOUND_SLACK: f64 = 2e-8;
 /// dimension); `lb > (t + s m dims) / (1 - s)` implies `lb - s (lb + m
 /// dims) > t`.
 #[derive(Clone, Copy)]
-struct Cutoff {
+pub(super) struct Cutoff {
     scale: f64,
 }
 
 impl Cutoff {
-    fn new(plan: &Plan) -> Self {
+    pub(super) fn new(plan: &Plan) -> Self {
         // Unnormalised values come exact: only rounding of m terms remains.
         let terms = if plan.znorm {
             (plan.m * plan.dims) as f64
@@ -51,7 +51,7 @@ impl Cutoff {
     }
 
     #[inline]
-    fn of(self, t: f64) -> f64 {
+    pub(super) fn of(self, t: f64) -> f64 {
         (t + self.scale) / (1.0 - BOUND_SLACK)
     }
 }

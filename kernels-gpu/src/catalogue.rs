@@ -17,6 +17,12 @@
 //! `tiled_launches<stripe>`, `diagonal`, `diagonal_step`, `stencil`,
 //! `gradient`, `warp_gradient<stripe>`, `panels_gradient<warps>x<stripe>` or `alignment`, and `_1d` marks the univariate twin of a warp or tiled
 //! kernel (the same driver with `dims` fixed to 1).
+//!
+//! The subsequence search's kernels ([`search_table!`], `launch::search`)
+//! are DTW's and `f64` only: `dtw_search_envelope_f64`,
+//! `dtw_search_bounds_f64` and `dtw_search_dtw_f64`. They are in
+//! [`KernelId::all`] but not in [`drivers`], which lists the drivers that
+//! compute pairs.
 
 use crate::measures::Measure;
 use crate::Precision;
@@ -73,6 +79,13 @@ pub enum Driver {
     /// The stencil driver's passes: value and the derivative with respect to every
     /// cell (Soft-DTW's expected alignment) as a matrix.
     Alignment,
+    /// The subsequence search: the data's envelope, a thread a sample.
+    SearchEnvelope,
+    /// The subsequence search: the lower bounds, a thread a start.
+    SearchBounds,
+    /// The subsequence search: the banded DTW of a candidate, a thread a
+    /// candidate, early abandoned.
+    SearchDtw,
 }
 
 impl Driver {
@@ -89,6 +102,15 @@ impl Driver {
                 | Driver::TiledLaunches { .. }
                 | Driver::WarpGradient { .. }
                 | Driver::PanelsGradient { .. }
+        )
+    }
+
+    /// Whether the driver is one of the subsequence search's kernels
+    /// (DTW's, in `f64` only).
+    pub const fn is_search(self) -> bool {
+        matches!(
+            self,
+            Driver::SearchEnvelope | Driver::SearchBounds | Driver::SearchDtw
         )
     }
 }
@@ -117,6 +139,9 @@ impl fmt::Display for Driver {
                 write!(f, "panels_gradient{warps}x{stripe}")
             }
             Driver::Alignment => f.write_str("alignment"),
+            Driver::SearchEnvelope => f.write_str("search_envelope"),
+            Driver::SearchBounds => f.write_str("search_bounds"),
+            Driver::SearchDtw => f.write_str("search_dtw"),
         }
     }
 }
@@ -154,8 +179,20 @@ impl KernelId {
         }
     }
 
+    /// The subsequence search's kernel of `driver` (one of
+    /// [`Driver::is_search`]).
+    pub const fn search(driver: Driver) -> Self {
+        KernelId {
+            measure: Measure::Dtw,
+            driver,
+            univariate: false,
+            precision: Precision::F64,
+        }
+    }
+
     /// Every kernel of the catalogue.
     pub fn all() -> impl Iterator<Item = KernelId> {
+        let search = SEARCH_DRIVERS.iter().map(|&driver| KernelId::search(driver));
         FAMILIES.iter().flat_map(|&(measure, driver)| {
             let twins: &[bool] = if driver.has_univariate_twin() {
                 &[false, true]
@@ -171,6 +208,7 @@ impl KernelId {
                 })
             })
         })
+        .chain(search)
     }
 
     /// Whether the catalogue has this kernel.
@@ -216,6 +254,16 @@ macro_rules! kernel_table {
 }
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use kernel_table;
+
+/// The subsequence search's kernels (DTW's, `f64` only), for the
+/// catalogue and the entry points alike.
+macro_rules! search_table {
+    ($then:ident) => {
+        $then! { search_envelope, search_bounds, search_dtw }
+    };
+}
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use search_table;
 
 macro_rules! measure_of {
     (dtw) => {
@@ -298,6 +346,15 @@ macro_rules! driver_of {
     (alignment) => {
         Driver::Alignment
     };
+    (search_envelope) => {
+        Driver::SearchEnvelope
+    };
+    (search_bounds) => {
+        Driver::SearchBounds
+    };
+    (search_dtw) => {
+        Driver::SearchDtw
+    };
 }
 
 macro_rules! families {
@@ -310,3 +367,12 @@ macro_rules! families {
 }
 
 kernel_table!(families);
+
+macro_rules! search_drivers {
+    ($( $driver:ident ),*) => {
+        /// The drivers of [`search_table!`], in its order.
+        const SEARCH_DRIVERS: &[Driver] = &[ $( driver_of!($driver), )* ];
+    };
+}
+
+search_table!(search_drivers);

@@ -15,6 +15,7 @@ use crate::hw::nvptx::{
 use crate::hw::{Grid, ThreadBlock};
 use crate::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
 use crate::launch::pairs::{PairsLaunch, StencilLaunch};
+use crate::launch::search::SearchLaunch;
 use crate::launch::streamed::StreamedLaunch;
 use crate::{DtwParams, SoftDtwParams, TwedParams};
 
@@ -201,6 +202,20 @@ macro_rules! entry_points {
 }
 
 kernel_table!(entry_points);
+
+/// The subsequence search's entry points, `dtw_<driver>_f64`: a thread an
+/// item of the launch (each method checks its index against its count).
+macro_rules! search_entry_points {
+    ($( $driver:ident ),*) => {
+        $(
+            entry!(concat!("dtw_", stringify!($driver), "_f64"), launch: SearchLaunch, {
+                launch.$driver(global_thread());
+            });
+        )*
+    };
+}
+
+crate::catalogue::search_table!(search_entry_points);
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -120,5 +120,17 @@ def test_bad_input_raises():
         timewarp.search(series[:10], series, band=-1)
     with pytest.raises(timewarp.TimewarpError, match="k = 0"):
         timewarp.search(series[:10], series, k=0)
-    with pytest.raises(timewarp.TimewarpError, match="not run on the GPU yet"):
-        timewarp.search(series[:10], series, device="gpu")
+    if not timewarp.gpu_available():
+        with pytest.raises(timewarp.GpuError):
+            timewarp.search(series[:10], series, device="gpu")
+
+
+def test_gpu_search_finds_the_cpus_matches(gpu):
+    rng = np.random.default_rng(5)
+    series = walk(rng, 20_000)[:, 0]
+    query = series[7000:7064] * 3 - 2
+    cpu = timewarp.search(query, series, k=4, device="cpu")
+    gpu = timewarp.search(query, series, k=4, device="gpu")
+    np.testing.assert_array_equal(gpu[0], cpu[0])
+    np.testing.assert_array_equal(gpu[1], cpu[1])
+    assert gpu[2]["candidates"] == cpu[2]["candidates"]

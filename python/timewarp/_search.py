@@ -68,8 +68,9 @@ def search(
     it), and a dict of the pruning statistics (``candidates``, ``kim``,
     ``keogh_query``, ``keogh_data``, ``dtw``, ``abandoned``, ``radius``,
     ``exclusion``). float32 series are searched as they are (widened unit
-    by unit). Runs on the CPU; ``device="gpu"`` raises (no GPU kernels
-    yet).
+    by unit). ``device="gpu"`` searches on the GPU (the same matches and
+    distances, bit for bit); ``"auto"`` does from 2**20 samples on when a
+    GPU is usable.
     """
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
         raise InputError(f"k = {k!r}: at least one match")

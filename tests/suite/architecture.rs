@@ -34,6 +34,7 @@ const GPU_FOLDERS: &[(&str, &[&str])] = &[
     ("matrix", &["launch", "transfer", "runtime", "plan"]),
     ("paired", &["launch", "transfer", "runtime", "plan"]),
     ("paths", &["launch", "transfer", "runtime", "plan"]),
+    ("search", &["launch", "transfer", "runtime", "plan"]),
 ];
 
 /// The modules outside `host/gpu/` that the GPU runtime may depend on: the

@@ -151,6 +151,8 @@ fn matrix_kernels(rng: &mut StdRng, dims: usize) {
                 | Driver::WarpGradient { .. }
                 | Driver::PanelsGradient { .. }
                 | Driver::Alignment => {}
+                // Not pair drivers (not listed by `drivers`): `search_kernels`.
+                Driver::SearchEnvelope | Driver::SearchBounds | Driver::SearchDtw => {}
             }
         }
     }
@@ -280,6 +282,29 @@ fn alignment(rng: &mut StdRng, dims: usize, context: &str) {
     }
 }
 
+/// The subsequence search's kernels: a search on the GPU finds the CPU's
+/// matches, bit for bit (more in `search_gpu`).
+fn search_kernels() {
+    use timewarp::search::{subsequences, SearchOptions};
+    let series: Vec<f64> = (0..5000)
+        .map(|i| (i as f64 * 0.05).sin() + 0.1 * ((i * 7919) % 13) as f64)
+        .collect();
+    let query = ndarray::Array2::from_shape_fn((50, 1), |(i, _)| series[1200 + i]);
+    let options = SearchOptions::default().with_k(3);
+    let on = |device| subsequences(query.view(), &series[..], &options.on(device)).unwrap();
+    assert_eq!(
+        on(timewarp::Device::Gpu).matches,
+        on(timewarp::Device::Cpu).matches
+    );
+    for driver in [
+        Driver::SearchEnvelope,
+        Driver::SearchBounds,
+        Driver::SearchDtw,
+    ] {
+        assert_launched(KernelId::search(driver), "search");
+    }
+}
+
 #[test]
 fn gpu_every_kernel_matches_the_oracle() {
     let Some(_timed) = on_gpu("every_kernel::gpu_every_kernel_matches_the_oracle") else {
@@ -290,6 +315,7 @@ fn gpu_every_kernel_matches_the_oracle() {
         matrix_kernels(&mut rng, dims);
         paired_kernels(&mut rng, dims);
     }
+    search_kernels();
     let used: BTreeSet<KernelId> = internals::kernels_used().into_iter().collect();
     let missing: Vec<String> = KernelId::all()
         .filter(|id| !used.contains(id))

@@ -44,4 +44,5 @@ mod resident;
 mod search;
 mod search_cli;
 mod search_files;
+mod search_gpu;
 mod subsequence;

@@ -153,14 +153,9 @@ fn search_usage_errors() {
         "1\n2\nNaN\n4\n5\n6\n7\n8\n9\n10\n11\n12\n13\n14\n15\n16\n17\n18\n19\n20\n21\n22\n",
     )
     .unwrap();
-    let cases: [(&[&str], &Path, &str); 5] = [
+    let cases: [(&[&str], &Path, &str); 4] = [
         (&[], &long, "longer than the series"),
         (&["--band=-0.5"], &query_path, "--band -0.5"),
-        (
-            &["--device", "gpu"],
-            &query_path,
-            "does not run on the GPU yet",
-        ),
         (&["--out", "matches.npy"], &query_path, "must end in .csv"),
         (&["--k", "0"], &query_path, "k = 0"),
     ];

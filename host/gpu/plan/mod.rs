@@ -20,12 +20,15 @@
 //!                 `y_k`), and where a gradient's outputs lie
 //! spread          blocks handed out to several workers (one per GPU) from
 //!                 one queue, tested with fake workers
+//! search          the subsequence search: when `Auto` takes the GPU, its
+//!                 chunks of starts and DTW launches within the budget
 //! ```
 
 pub(super) mod blocks;
 pub(super) mod layout;
 pub(super) mod matrix_tiles;
 pub(super) mod paired_shapes;
+pub(super) mod search;
 pub(super) mod select;
 pub(super) mod spread;
 

@@ -4,6 +4,7 @@
 use cudarc::driver::DeviceRepr;
 use timewarp_kernels::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
 use timewarp_kernels::launch::pairs::{PairsLaunch, StencilLaunch};
+use timewarp_kernels::launch::search::SearchLaunch;
 use timewarp_kernels::launch::streamed::StreamedLaunch;
 
 /// The one kernel parameter, a `#[repr(C)]` struct shared with the device
@@ -28,3 +29,7 @@ kernel_arguments!(
     PanelLaunch,
     DiagonalLaunch
 );
+
+// SAFETY: `SearchLaunch` is `#[repr(C)]` and `Copy`, laid out alike by the
+// host and the nvptx64 compiler (one definition, 64-bit pointers on both).
+unsafe impl DeviceRepr for KernelArgument<SearchLaunch> {}

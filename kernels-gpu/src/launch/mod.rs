@@ -1,10 +1,12 @@
 //! Launch parameters, shared by host and device: each kernel takes one of
 //! these `#[repr(C)]` structs by value, which both sides compile from this
 //! one definition, so the layouts cannot drift apart. The pair-kernel
-//! launches number their pairs one way ([`Numbering`]).
+//! launches number their pairs one way ([`Numbering`]). The subsequence
+//! search's kernels share [`search::SearchLaunch`].
 
 pub mod long_pair;
 pub mod pairs;
+pub mod search;
 pub mod streamed;
 
 use crate::Real;

@@ -1,0 +1,373 @@
+//! The search on the GPU (docs/algorithms.md, "Search"): the series in
+//! chunks of starts (each read with the `m - 1` samples after them, so
+//! that consecutive chunks overlap by `m - 1` samples), and per chunk two
+//! phases:
+//!
+//! 1. the GPU computes every start's three bounds (LB_Kim, LB_Keogh on the
+//!    query's envelope, on the data's), each from the window's exact
+//!    two-pass statistics; the host prunes those above the cutoff of the
+//!    threshold now, and sorts the others by their largest bound;
+//! 2. the survivors' DTWs run on the GPU in launches of growing size, the
+//!    lowest bounds first, each launch abandoning at the cutoff of the
+//!    threshold when it starts; the host offers the costs to the same
+//!    witness [`Keeper`] as the CPU's threads, which tightens the
+//!    threshold between launches, and stops at the first survivor whose
+//!    bound passes the cutoff.
+//!
+//! The threshold is only ever the host's, read between launches: no
+//! thread of the GPU changes it, so nothing races. A DTW that finishes on
+//! the GPU is the CPU's cost bit for bit (`timewarp_kernels::launch::search`),
+//! and the matches are chosen from the kept costs as the CPU chooses them.
+
+use super::bounds::sliding_envelope;
+use super::scan::Cutoff;
+use super::select::{choose, sort, Keeper};
+use super::{Match, Plan, PruningStats, SearchResult, SeriesSource};
+use crate::gpu::{search_next_batch, Gpu, SearchDevice, SearchQuery};
+use crate::interrupt::{self, Running};
+use crate::{Error, Result};
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicU64;
+use timewarp_kernels::launch::search::BOUNDS_PER_START;
+
+/// The search of `plan` in `series` on `gpu`.
+pub(crate) fn search<S: SeriesSource + ?Sized>(
+    plan: &Plan,
+    series: &S,
+    gpu: &Gpu,
+) -> Result<SearchResult> {
+    let _running = Running::start();
+    let (m, d) = (plan.m, plan.dims);
+    let (mut lower, mut upper) = (Vec::new(), Vec::new());
+    let mut deque = VecDeque::new();
+    sliding_envelope(
+        &plan.query,
+        d,
+        plan.radius,
+        &mut lower,
+        &mut upper,
+        &mut deque,
+    );
+    let query = SearchQuery {
+        values: &plan.query,
+        lower: &lower,
+        upper: &upper,
+        m,
+        dims: d,
+        radius: plan.radius,
+        znorm: plan.znorm,
+    };
+    let mut device = SearchDevice::open(gpu, &query, (plan.starts, plan.chunk), None)?;
+    let mut state = State::new(plan);
+    let mut x = Vec::new();
+    let mut first = 0;
+    while first < plan.starts {
+        interrupt::check()?;
+        let starts = device.chunk_starts().min(plan.starts - first);
+        series.read(first, starts + m - 1, &mut x)?;
+        if let Some(at) = x.iter().position(|v| !v.is_finite()) {
+            return Err(non_finite(x[at], first + at / d, at % d, d));
+        }
+        let bounds = device.bounds(&x)?;
+        let max_batch = device.max_batch();
+        state.chunk(&bounds, (first, max_batch), |candidates, cutoff| {
+            interrupt::check()?;
+            device.dtw(candidates, cutoff)
+        })?;
+        first += starts;
+    }
+    Ok(state.finish())
+}
+
+/// The error of a non-finite value, as the CPU's search words it.
+fn non_finite(value: f64, sample: usize, k: usize, dims: usize) -> Error {
+    let dimension = if dims > 1 {
+        format!(", dimension {k}")
+    } else {
+        String::new()
+    };
+    Error::InvalidInput(format!(
+        "the series has a non-finite value ({value}) at sample {sample}{dimension}"
+    ))
+}
+
+/// What the host keeps between chunks: the costs computed up to the
+/// threshold, the witness threshold, the counts. No CUDA: the DTWs come
+/// from the closure [`State::chunk`] is given.
+pub(crate) struct State {
+    k: usize,
+    exclusion: usize,
+    radius: usize,
+    cutoff: Cutoff,
+    keeper: Keeper,
+    /// The keeper's shared threshold (only this thread publishes to it).
+    shared: AtomicU64,
+    pub stats: PruningStats,
+    /// The size of the last DTW launch's batch, for the next one's.
+    batch: usize,
+}
+
+/// Counts a start pruned by the first of its bounds (LB_Kim, LB_Keogh on
+/// the query's envelope, on the data's) above `cutoff`; false if none is.
+fn pruned(bounds: &[f64], cutoff: f64, stats: &mut PruningStats) -> bool {
+    if bounds[0] > cutoff {
+        stats.kim += 1;
+    } else if bounds[1] > cutoff {
+        stats.keogh_query += 1;
+    } else if bounds[2] > cutoff {
+        stats.keogh_data += 1;
+    } else {
+        return false;
+    }
+    true
+}
+
+impl State {
+    pub fn new(plan: &Plan) -> Self {
+        State {
+            k: plan.k,
+            exclusion: plan.exclusion,
+            radius: plan.radius,
+            cutoff: Cutoff::new(plan),
+            keeper: Keeper::new(plan.k, plan.exclusion),
+            shared: AtomicU64::new(f64::INFINITY.to_bits()),
+            stats: PruningStats::default(),
+            batch: 0,
+        }
+    }
+
+    fn threshold(&self) -> f64 {
+        self.keeper.threshold(&self.shared)
+    }
+
+    /// One chunk whose first start is `first`, with its `bounds`
+    /// ([`BOUNDS_PER_START`] a start): prunes, then runs `dtw` on the
+    /// survivors, lowest bound first, in batches of at most `max_batch`
+    /// (`dtw(candidates, cutoff)`: a cost, or `None` when abandoned above
+    /// `cutoff`).
+    pub fn chunk(
+        &mut self,
+        bounds: &[f64],
+        (first, max_batch): (usize, usize),
+        mut dtw: impl FnMut(&[u32], f64) -> Result<Vec<Option<f64>>>,
+    ) -> Result<()> {
+        let cutoff = self.cutoff.of(self.threshold());
+        let mut survivors: Vec<(f64, u32)> = Vec::new();
+        for (s, b) in bounds.chunks_exact(BOUNDS_PER_START).enumerate() {
+            self.stats.candidates += 1;
+            if !pruned(b, cutoff, &mut self.stats) {
+                survivors.push((b[0].max(b[1]).max(b[2]), s as u32));
+            }
+        }
+        survivors.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        self.batch = 0;
+        let mut at = 0;
+        while at < survivors.len() {
+            let t = self.threshold();
+            let cutoff = self.cutoff.of(t);
+            let under = survivors[at..].partition_point(|&(lb, _)| lb <= cutoff);
+            if under == 0 {
+                break;
+            }
+            self.batch = search_next_batch(self.batch, max_batch);
+            let take = self.batch.min(under);
+            let candidates: Vec<u32> = survivors[at..at + take].iter().map(|c| c.1).collect();
+            let costs = dtw(&candidates, cutoff)?;
+            self.stats.dtw += take as u64;
+            for (&s, cost) in candidates.iter().zip(costs) {
+                match cost {
+                    None => self.stats.abandoned += 1,
+                    Some(cost) => self.keeper.offer(first + s as usize, cost, t, &self.shared),
+                }
+            }
+            at += take;
+        }
+        // The rest pass the cutoff now: each by one of its bounds.
+        let cutoff = self.cutoff.of(self.threshold());
+        for &(_, s) in &survivors[at..] {
+            let s = s as usize;
+            let b = &bounds[s * BOUNDS_PER_START..(s + 1) * BOUNDS_PER_START];
+            let counted = pruned(b, cutoff, &mut self.stats);
+            debug_assert!(counted, "a survivor left passes the cutoff");
+        }
+        Ok(())
+    }
+
+    /// The matches among the kept costs, as the CPU's search chooses them.
+    pub fn finish(self) -> SearchResult {
+        let t = self.threshold();
+        let mut found = self.keeper.found;
+        found.retain(|f| f.0 <= t);
+        sort(&mut found);
+        let matches = choose(&found, self.k, self.exclusion)
+            .into_iter()
+            .map(|(cost, start)| Match {
+                start,
+                distance: cost.sqrt(),
+            })
+            .collect();
+        SearchResult {
+            matches,
+            stats: self.stats,
+            radius: self.radius,
+            exclusion: self.exclusion,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{plan, scan, Band, SearchOptions};
+    use super::*;
+    use ndarray::ArrayView2;
+    use timewarp_kernels::launch::search::{SearchLaunch, ABANDONED};
+
+    /// The GPU's search with its kernels run on the host, a thread after
+    /// another, in chunks of `chunk_starts` and launches of at most
+    /// `max_batch` candidates.
+    fn emulated(plan: &Plan, x: &[f64], chunk_starts: usize, max_batch: usize) -> SearchResult {
+        let (m, d) = (plan.m, plan.dims);
+        let (mut q_lower, mut q_upper) = (Vec::new(), Vec::new());
+        let mut deque = VecDeque::new();
+        sliding_envelope(
+            &plan.query,
+            d,
+            plan.radius,
+            &mut q_lower,
+            &mut q_upper,
+            &mut deque,
+        );
+        let mut state = State::new(plan);
+        let mut first = 0;
+        while first < plan.starts {
+            let starts = chunk_starts.min(plan.starts - first);
+            let rows = starts + m - 1;
+            let chunk = &x[first * d..(first + rows) * d];
+            let (mut lower, mut upper) = (vec![0.0; rows * d], vec![0.0; rows * d]);
+            let mut bounds = vec![0.0; starts * BOUNDS_PER_START];
+            let launch = SearchLaunch {
+                series: chunk.as_ptr(),
+                rows: rows as u64,
+                dims: d as u64,
+                m: m as u64,
+                radius: plan.radius as u64,
+                znorm: u64::from(plan.znorm),
+                query: plan.query.as_ptr(),
+                query_lower: q_lower.as_ptr(),
+                query_upper: q_upper.as_ptr(),
+                lower: lower.as_mut_ptr(),
+                upper: upper.as_mut_ptr(),
+                starts: starts as u64,
+                bounds: bounds.as_mut_ptr(),
+                candidates: std::ptr::null(),
+                candidate_count: 0,
+                cutoff: f64::INFINITY,
+                scratch: std::ptr::null_mut(),
+                costs: std::ptr::null_mut(),
+            };
+            // SAFETY: the pointers are the vectors above, of the sizes the
+            // launch documents; one thread after another.
+            unsafe {
+                (0..rows * d).for_each(|i| launch.search_envelope(i as u64));
+                (0..starts).for_each(|s| launch.search_bounds(s as u64));
+            }
+            let dtw = |candidates: &[u32], cutoff: f64| {
+                let n = candidates.len();
+                let mut scratch = vec![f64::NAN; n * SearchLaunch::scratch_values(m, d)];
+                let mut costs = vec![f64::NAN; n];
+                let launch = SearchLaunch {
+                    candidates: candidates.as_ptr(),
+                    candidate_count: n as u64,
+                    cutoff,
+                    scratch: scratch.as_mut_ptr(),
+                    costs: costs.as_mut_ptr(),
+                    ..launch
+                };
+                // SAFETY: as above, with this launch's scratch and costs.
+                unsafe { (0..n).for_each(|t| launch.search_dtw(t as u64)) };
+                Ok(costs
+                    .into_iter()
+                    .map(|c| (c != ABANDONED).then_some(c))
+                    .collect())
+            };
+            state.chunk(&bounds, (first, max_batch), dtw).unwrap();
+            first += starts;
+        }
+        state.finish()
+    }
+
+    /// A random walk of `n` samples of `dims` values, with constant
+    /// stretches (zero std) and the query's copy planted at `at`.
+    fn walk(n: usize, dims: usize, seed: u64) -> Vec<f64> {
+        let mut state = seed | 1;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let mut x = vec![0.0; n * dims];
+        for i in 1..n {
+            for k in 0..dims {
+                x[i * dims + k] = x[(i - 1) * dims + k] + next();
+            }
+        }
+        for i in n / 3..n / 3 + 90 {
+            let flat = x[(n / 3) * dims];
+            x[i * dims..(i + 1) * dims].fill(flat);
+        }
+        x
+    }
+
+    #[test]
+    fn the_kernels_on_the_host_find_the_cpus_matches_bit_for_bit() {
+        let m = 40;
+        for (case, &(dims, znorm, band, k, exclusion, chunk, batch)) in [
+            (1, true, Band::Fraction(0.1), 3, None, 300, 7),
+            (1, true, Band::Count(0), 5, Some(1), 1000, 1024),
+            (1, false, Band::Count(5), 2, Some(100), 250, 3),
+            (1, true, Band::Fraction(1.0), 4, Some(10), 5000, 64),
+            (2, true, Band::Count(3), 3, None, 333, 16),
+            (3, false, Band::Fraction(0.05), 1, None, 700, 1),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let n = 3000;
+            let x = walk(n, dims, 7 + case as u64);
+            // The query: a copy of the window that straddles the first
+            // chunk's end, a little perturbed.
+            let at = chunk.min(n / 2) - m / 2;
+            let mut q: Vec<f64> = x[at * dims..(at + m) * dims].to_vec();
+            q.iter_mut()
+                .enumerate()
+                .for_each(|(i, v)| *v += 1e-3 * (i % 3) as f64);
+            let query = ArrayView2::from_shape((m, dims), &q).unwrap();
+            let mut options = SearchOptions::default().with_band(band).with_k(k);
+            options = options.with_znorm(znorm);
+            if let Some(e) = exclusion {
+                options = options.with_exclusion(e);
+            }
+            let series = ArrayView2::from_shape((n, dims), &x).unwrap();
+            let plan = plan(query, n, dims, &options).unwrap();
+            let cpu = scan::search(&plan, &series).unwrap();
+            let gpu = emulated(&plan, &x, chunk, batch);
+            assert_eq!(gpu.matches, cpu.matches, "case {case}");
+            assert_eq!(gpu.matches.len(), k, "case {case}");
+            let s = gpu.stats;
+            assert_eq!(s.candidates, (n - m + 1) as u64, "case {case}");
+            assert_eq!(s.kim + s.keogh_query + s.keogh_data + s.dtw, s.candidates);
+            assert!(s.abandoned <= s.dtw);
+        }
+    }
+
+    #[test]
+    fn a_survivor_left_when_the_threshold_falls_is_counted_by_its_bound() {
+        let mut stats = PruningStats::default();
+        assert!(pruned(&[3.0, 1.0, 1.0], 2.0, &mut stats));
+        assert!(pruned(&[1.0, 3.0, 4.0], 2.0, &mut stats));
+        assert!(pruned(&[1.0, 1.0, 4.0], 2.0, &mut stats));
+        assert!(!pruned(&[1.0, 2.0, 2.0], 2.0, &mut stats));
+        assert_eq!((stats.kim, stats.keogh_query, stats.keogh_data), (1, 1, 1));
+    }
+}
