@@ -10,10 +10,12 @@ Each worker is a process of its own (a distributed Nanny) with one thread
 and CUDA_VISIBLE_DEVICES set to its GPU, so timewarp's GPU 0 is that GPU
 (what dask-cuda's LocalCUDACluster does; dask-cuda is not needed). Data:
 random walks in float32. `cdist` is timed to its row sums (the matrix
-stays on the workers, as when it is stored), with one block size for every
-worker count (the rule's for the most workers), so that the sums of
-different worker counts must be equal bit for bit; `knn` with the default
-blocks (one shard per worker). Prints one line per measurement.
+stays on the workers, as when it is stored; dask's low-level fusion off,
+so that the tiles' costs and priorities reach the scheduler), with one
+block size for every worker count (the rule's for the most workers), so
+that the sums of different worker counts must be equal bit for bit; `knn`
+with the default blocks (one shard per worker). Prints one line per
+measurement.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    import dask
+
     import timewarp.dask as twd
 
     gpus = 0 if args.device == "cpu" else gpu_count()
@@ -160,7 +164,10 @@ def main() -> None:
             params = dict(metric=args.metric, device=args.device)
             start = time.perf_counter()
             matrix = twd.cdist(data, block=block, client=client, **params)
-            sums = client.compute(matrix.sum(axis=1, dtype=np.float64)).result()
+            # Without low-level fusion, which drops the tiles' cost and
+            # priority annotations (docs/dask.md, "Blocks").
+            with dask.config.set({"optimization.fuse.active": False}):
+                sums = client.compute(matrix.sum(axis=1, dtype=np.float64)).result()
             cdist_s = time.perf_counter() - start
 
             start = time.perf_counter()

@@ -6,7 +6,10 @@ distributed."""
 
 from __future__ import annotations
 
+import heapq
 import importlib
+import itertools
+import math
 import os
 import signal
 import sys
@@ -22,6 +25,7 @@ try:
     import dask  # noqa: F401
     import distributed
     from distributed import Client, LocalCluster
+    from distributed.diagnostics.plugin import SchedulerPlugin
 except ImportError as missing:
     reason = (
         f'dask or distributed is not installed ({missing}): pip install "dask[array]" distributed'
@@ -291,15 +295,209 @@ def test_unknown_parameter_is_a_type_error():
 
 
 def test_block_rule():
-    # 10^5 series of 512 against themselves on 64 GPU workers: tiles of
-    # 2^40 cells (2^22 pairs, 2048 x 2048); the balance bound is far above.
-    assert twd.block_rule(10**5, 10**5, 512, 512, 64, gpu=True, symmetric=True) == 2048
+    # 10^5 series of 512 against themselves on 64 GPU workers: tiles of at
+    # most 2^40 cells (2^22 pairs): 49 equal blocks of 2041, 1225 tiles.
+    assert twd.block_rule(10**5, 10**5, 512, 512, 64, gpu=True, symmetric=True) == 2041
     # Few series: blocks of at least 64 (one block here) unless the pairs are long.
     assert twd.block_rule(40, 40, 8, 8, 2, gpu=True, symmetric=True) == 40
-    assert twd.block_rule(1000, 1000, 8, 8, 2, gpu=True) == 353  # 4 tiles per worker at least
+    # 16 tiles: 8 tiles' cost for each worker at least.
+    assert twd.block_rule(1000, 1000, 8, 8, 2, gpu=True) == 250
     assert twd.block_rule(1000, 1000, 10**5, 10**5, 2, gpu=True) == 10  # long series
-    assert twd.block_rule(1000, 1000, 128, 128, 2, gpu=False) == 353
-    assert twd.block_rule(10**4, 10**4, 128, 128, 2, gpu=False) == 362  # 2^31 cells a tile
+    assert twd.block_rule(1000, 1000, 128, 128, 2, gpu=False) == 250
+    assert twd.block_rule(10**4, 10**4, 128, 128, 2, gpu=False) == 358  # 2^31 cells a tile
+    # benches/dask_bench.py's 8192 x 8192 of 256 on 2 GPUs: blocks of 2048
+    # would give 10 tiles, 4 of them diagonal (half cost): 8 units, 4 a
+    # worker. Blocks of 1366: 15 + 6 halves, 9 units a worker.
+    assert twd.block_rule(8192, 8192, 256, 256, 2, gpu=True, symmetric=True) == 1366
+    assert twd.block_rule(8192, 8192, 256, 256, 1, gpu=True, symmetric=True) == 2048
+
+
+def lpt(costs, workers):
+    """Greedy largest-first list scheduling, tile by tile (a heap)."""
+    loads = [0.0] * workers
+    heapq.heapify(loads)
+    for cost in sorted((c for c, n in costs for _ in range(n)), reverse=True):
+        heapq.heapreplace(loads, loads[0] + cost)
+    return sorted(loads, reverse=True)
+
+
+def test_greedy_loads_is_the_largest_first_schedule():
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        costs = [
+            (
+                float(rng.choice([rng.integers(1, 40), rng.uniform(0.1, 40)])),
+                int(rng.integers(0, 30)),
+            )
+            for _ in range(rng.integers(1, 6))
+        ]
+        workers = int(rng.integers(1, 10))
+        np.testing.assert_allclose(twd._greedy_loads(costs, workers), lpt(costs, workers))
+    # Equal tiles go round the workers; a diagonal tile costs about half.
+    assert twd._greedy_loads([(1.0, 6), (0.5, 4)], 2) == [4.0, 4.0]
+    assert twd._greedy_loads([(1.0, 3)], 2) == [2.0, 1.0]
+    assert twd._spread([(1.0, 3)], 2) == pytest.approx(4 / 3)
+    assert twd._greedy_loads([(2.0, 10**9)], 3)[0] == 2.0 * 333333334  # counts of any size
+
+
+SIZES = [100, 300, 1000, 3000, 10**4, 3 * 10**4, 10**5]
+LENGTHS = [8, 100, 512, 4096, 10**5]
+
+
+def floor_of(longest, row_length, column_length, gpu):
+    cells = twd.GPU_TILE_CELLS if gpu else twd.CPU_TILE_CELLS
+    work = max(1, math.floor(math.sqrt(cells / (row_length * column_length))))
+    return work, max(1, min(twd.MIN_BLOCK, work, longest))
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_block_rule_shares_the_tiles_out_evenly(gpu, symmetric):
+    """For every size, length and worker count: the tiles handed out largest
+    first give no worker more than 1.25 times the mean cost (the rule aims
+    at BALANCE, 1.1), unless the matrix is too small to share (the blocks
+    at their floor); the tile cells target and the block limits hold."""
+    for rows, columns, row_length, column_length, workers in itertools.product(
+        SIZES, SIZES, LENGTHS, [None, 37], range(1, 9)
+    ):
+        if symmetric and (rows != columns or column_length is not None):
+            continue
+        column_length = row_length if column_length is None else column_length
+        block = twd.block_rule(
+            rows, columns, row_length, column_length, workers, gpu, symmetric=symmetric
+        )
+        longest = max(rows, columns)
+        work, floor = floor_of(longest, row_length, column_length, gpu)
+        case = (rows, columns, row_length, column_length, workers, block)
+        assert floor <= block <= min(work, twd.MAX_BLOCK, longest), case
+        costs = twd._tile_costs(rows, columns, block, row_length, column_length, symmetric)
+        if twd._spread(costs, workers) > 1.25:
+            # Too few pairs for the workers: the smallest blocks allowed.
+            assert block == floor, case
+            assert rows * columns < 4 * twd.TILES_PER_WORKER * workers * twd.MIN_BLOCK**2, case
+        else:
+            # Enough cost for several tiles a worker, counting cost.
+            total = sum(c * n for c, n in costs)
+            if block > floor:
+                assert total >= twd.TILES_PER_WORKER * workers * max(c for c, _ in costs), case
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_knn_blocks_share_the_tasks_out_evenly(gpu):
+    """One shard per worker, equal to within the rounding, and equal query
+    blocks: each worker's tasks (its shard against every query block) cost
+    at most 1.25 times the mean, and so do the tasks handed out largest
+    first; a task holds at most the target cells and MAX_TILE_ENTRIES."""
+    cells = twd.GPU_TILE_CELLS if gpu else twd.CPU_TILE_CELLS
+    for queries, database, length, workers in itertools.product(SIZES, SIZES, LENGTHS, range(1, 9)):
+        block, shard = twd._knn_blocks(queries, database, length, length, workers, gpu)
+        case = (queries, database, length, workers, block, shard)
+        assert 1 <= block <= queries and shard == math.ceil(database / workers), case
+        parts = math.ceil(queries / block)
+        assert block * (parts - 1) < queries, case  # equal blocks, the last within `parts`
+        if block > 1:
+            assert block * shard * length * length <= cells, case
+            assert block * shard <= twd.MAX_TILE_ENTRIES, case
+        per_worker = [min(shard, database - i * shard) for i in range(workers)]
+        per_worker = [max(p, 0) for p in per_worker]
+        assert max(per_worker) * workers <= 1.25 * database, case
+        costs = twd._knn_tile_costs(queries, database, block, shard, length, length)
+        assert twd._spread(costs, workers) <= 1.25, case
+
+
+class CostRecorder(SchedulerPlugin):
+    """Keeps the cost annotation and the priority of every task that has a
+    cost, as the scheduler received them."""
+
+    name = "timewarp-cost-recorder"
+
+    def __init__(self) -> None:
+        self.seen: dict = {}
+
+    def update_graph(self, scheduler, *, annotations, priority, **kwargs) -> None:
+        for key, cells in annotations.get(twd.COST_ANNOTATION, {}).items():
+            if cells is not None:
+                self.seen[key] = (cells, priority.get(key))
+
+
+@pytest.fixture
+def recorder(client):
+    client.register_plugin(CostRecorder())
+    yield
+    client.unregister_scheduler_plugin(CostRecorder.name)
+
+
+def recorded(client) -> dict:
+    return client.run_on_scheduler(
+        lambda dask_scheduler: dict(dask_scheduler.plugins[CostRecorder.name].seen)
+    )
+
+
+def assert_largest_first(seen: dict) -> None:
+    """The scheduler starts the smaller priority tuple first: along that
+    order the costs do not increase, and equal costs share a priority."""
+    order = sorted(seen.values(), key=lambda entry: entry[1])
+    costs = [cells for cells, _ in order]
+    assert costs == sorted(costs, reverse=True)
+    by_cost: dict = {}
+    for cells, priority in order:
+        by_cost.setdefault(cells, set()).add(priority[0])
+    assert all(len(p) == 1 for p in by_cost.values())
+
+
+def test_cdist_tiles_carry_their_costs(client, recorder):
+    x = ragged(17, dims=2, low=3, high=30)
+    lengths = np.array([len(s) for s in x])
+    result = twd.cdist(x, block=4, metric="dtw")
+    # In the graph: each computed tile's cells (the pairs' length products,
+    # each pair of a diagonal tile once), none for the transposes.
+    layer = result.dask.layers[result.name]
+    cells = layer.annotations[twd.COST_ANNOTATION]
+    blocks = [lengths[i : i + 4] for i in range(0, 17, 4)]
+    for i, a in enumerate(blocks):
+        for j, b in enumerate(blocks):
+            if i < j:
+                assert cells((result.name, i, j)) == a.sum() * b.sum()
+            elif i == j:
+                assert cells((result.name, i, j)) == (a.sum() ** 2 + (a * a).sum()) // 2
+            else:
+                assert cells((result.name, i, j)) is None
+                assert layer.annotations["priority"]((result.name, i, j)) == 0
+    # On the scheduler, with dask's low-level fusion off (it drops the
+    # layers' annotations): costs and priorities, largest first.
+    with dask.config.set({"optimization.fuse.active": False}):
+        got = client.compute(result).result()
+    np.testing.assert_array_equal(got, timewarp.cdist(x, metric="dtw"))
+    seen = recorded(client)
+    assert {k for k in seen if k[0] == result.name} == {
+        (result.name, i, j) for i in range(5) for j in range(i, 5)
+    }
+    assert all(seen[k][0] == cells(k) for k in seen)
+    assert_largest_first(seen)
+    # A priority in force is the costliest tiles' (the others below it).
+    with dask.annotate(priority=10, retries=1):
+        annotated = twd.cdist(x, b=x[:5], block=4)
+    annotations = annotated.dask.layers[annotated.name].annotations
+    priorities = {
+        annotations["priority"]((annotated.name, i, j)) for i in range(5) for j in range(2)
+    }
+    assert max(priorities) == 10 and min(priorities) < 10 and annotations["retries"] == 1
+
+
+def test_knn_tasks_carry_their_costs(client, recorder):
+    database, queries = ragged(30, low=5, high=40), ragged(7, low=5, high=40)
+    indices, distances = twd.knn(queries, database, k=3, block=(3, 8), client=client)
+    expected = reference_knn(queries, database, 3)
+    np.testing.assert_array_equal(indices, expected[0])
+    np.testing.assert_array_equal(distances, expected[1])
+    seen = recorded(client)
+    assert len(seen) == 3 * 4  # query blocks x shards
+    q_samples = [sum(len(s) for s in queries[i : i + 3]) for i in range(0, 7, 3)]
+    d_samples = [sum(len(s) for s in database[i : i + 8]) for i in range(0, 30, 8)]
+    assert sorted(cells for cells, _ in seen.values()) == sorted(
+        q * d for q in q_samples for d in d_samples
+    )
+    assert_largest_first(seen)
 
 
 def test_timewarp_imports_without_dask(monkeypatch):

@@ -10,8 +10,11 @@ worker's GPU 0 under ``device="auto"``, which is the worker's own GPU when
 each worker sees one GPU through CUDA_VISIBLE_DEVICES). The inputs are cut
 into row blocks that go to the cluster once, as data of the task graph
 (which the scheduler can send again if the workers holding a block are
-lost); the tasks refer to them. docs/dask.md has the block
-rule, what moves over the network and the fault behaviour.
+lost); the tasks refer to them. The blocks are sized so that the tiles'
+cost (in cells) shares out evenly over the workers, and each computing
+task carries its cost to the scheduler (annotations: ``timewarp_cells``,
+and a ``priority`` that starts the costliest first). docs/dask.md has the
+block rule, what moves over the network and the fault behaviour.
 
 Needs ``pip install "dask[array]" distributed`` (distributed for clusters;
 without a client the work runs on dask's local threaded scheduler).
@@ -31,7 +34,7 @@ try:
     import dask
     import dask.array as da
     import dask.threaded
-    from dask.highlevelgraph import HighLevelGraph
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 except ImportError as error:  # pragma: no cover - exercised without dask
     raise ImportError('timewarp.dask needs Dask: pip install "dask[array]" distributed') from error
 
@@ -47,7 +50,9 @@ __all__ = ["block_rule", "cdist", "knn"]
 # milliseconds; moving its blocks; on a GPU, staging) is small beside it, and
 # the tiles should be many enough that every worker gets several (load
 # balance, and a lost worker costs only its tiles). Work is counted in
-# dynamic-programming cells (pairs x length_a x length_b):
+# dynamic-programming cells (pairs x length_a x length_b); a diagonal tile
+# of a batch against itself computes each pair once, so it costs about half
+# of an off-diagonal one of the same size.
 
 #: Cells a tile aims at on a GPU: 2^40, about 0.25 s of f32 DTW on an H200
 #: (DTW reaches about 4.5 TCUPS at L = 512), seconds of Soft-DTW.
@@ -55,8 +60,15 @@ GPU_TILE_CELLS = 2**40
 #: Cells a tile aims at on a CPU worker: 2^31, about a second of DTW on a
 #: few cores.
 CPU_TILE_CELLS = 2**31
-#: At least this many tiles per worker when the matrix is large enough.
-TILES_PER_WORKER = 4
+#: When the matrix is large enough, the tiles' total cost is at least this
+#: many times the costliest tile's per worker (cost counted, not tiles): any
+#: greedy order of the tiles (each worker taking the next one when it is
+#: free, whatever their costs) then ends within 1/8 of the mean.
+TILES_PER_WORKER = 8
+#: The most a worker may get over the mean cost (1.1: 10 %) when the tiles
+#: are handed out greedily, largest first (`_greedy_loads`); the rule takes
+#: the largest block that meets this and `TILES_PER_WORKER`.
+BALANCE = 1.1
 #: Blocks of fewer series than this leave a GPU idle (64 x 64 pairs is a
 #: warp each for 4,096 pairs); they are used only when the work per pair is
 #: large (long series) or the batch is smaller.
@@ -67,6 +79,9 @@ MAX_BLOCK = 4096
 MAX_TILE_ENTRIES = 2**26
 #: Shard results merged by one task of the k-NN's reduction tree.
 MERGE_FAN_IN = 8
+#: The annotation that carries each computing task's cost, in cells, to the
+#: scheduler (beside ``priority``: the costlier, the sooner).
+COST_ANNOTATION = "timewarp_cells"
 
 _PARAMETERS = (
     "metric",
@@ -80,6 +95,95 @@ _PARAMETERS = (
     "precision",
 )
 
+#: Tile costs as (cost of one tile, how many tiles cost that).
+Costs = List[Tuple[float, int]]
+
+
+def _greedy_loads(costs: Sequence[Tuple[float, int]], workers: int) -> List[float]:
+    """Each worker's finishing time (total cost), sorted from the most
+    loaded, when the tiles of `costs` ((cost, count) pairs) are handed out
+    largest first, each to the worker least loaded so far (LPT list
+    scheduling). Exact, in time independent of the counts: a group of
+    equal tiles goes round the workers whole rounds at a time once the
+    loads are within one tile of each other."""
+    loads = [0.0] * max(int(workers), 1)
+    for cost, count in sorted(costs, key=lambda group: -group[0]):
+        cost, left = float(cost), int(count)
+        if cost <= 0.0:
+            continue
+        while left > 0:
+            loads.sort()
+            if loads[-1] - loads[0] <= cost:
+                # Each tile lifts the least loaded above all others: whole
+                # rounds add `cost` to every worker, the rest go to the
+                # least loaded, one each.
+                rounds, rest = divmod(left, len(loads))
+                loads = [
+                    load + rounds * cost + (cost if i < rest else 0.0)
+                    for i, load in enumerate(loads)
+                ]
+                left = 0
+            else:
+                # The least loaded takes tiles until it passes the next one.
+                taken = min(left, int((loads[1] - loads[0]) // cost) + 1)
+                loads[0] += taken * cost
+                left -= taken
+    return sorted(loads, reverse=True)
+
+
+def _spread(costs: Sequence[Tuple[float, int]], workers: int) -> float:
+    """The most loaded worker's cost over the mean, under `_greedy_loads`
+    (1.0: even; inf without any cost)."""
+    loads = _greedy_loads(costs, workers)
+    total = sum(loads)
+    return loads[0] * len(loads) / total if total > 0 else math.inf
+
+
+def _sizes(count: int, block: int) -> List[Tuple[int, int]]:
+    """Blocks of `block` series over `count`, as (size, how many)."""
+    full, rest = divmod(count, block)
+    return [(block, full)] + ([(rest, 1)] if rest else [])
+
+
+def _tile_costs(
+    rows: int,
+    columns: int,
+    block: int,
+    row_length: float,
+    column_length: float,
+    symmetric: bool = False,
+) -> Costs:
+    """The costs (cells, for series of the mean lengths given) of the tiles
+    `cdist` computes with blocks of `block` series: every tile, or with
+    `symmetric` (a batch of `rows` series against itself) those on and
+    above the diagonal, a diagonal tile of b series costing b (b + 1) / 2
+    pairs."""
+    per_pair = max(row_length * column_length, 1.0)
+    costs: Costs = []
+    if not symmetric:
+        for size_r, count_r in _sizes(rows, block):
+            for size_c, count_c in _sizes(columns, block):
+                costs.append((size_r * size_c * per_pair, count_r * count_c))
+    else:
+        sizes = _sizes(rows, block)
+        for index, (size_a, count_a) in enumerate(sizes):
+            costs.append((size_a * (size_a + 1) / 2 * per_pair, count_a))
+            costs.append((size_a * size_a * per_pair, count_a * (count_a - 1) // 2))
+            for size_b, count_b in sizes[index + 1 :]:
+                costs.append((size_a * size_b * per_pair, count_a * count_b))
+    return [(cost, count) for cost, count in costs if count > 0]
+
+
+def _balanced(costs: Sequence[Tuple[float, int]], workers: int) -> bool:
+    """Whether tiles of these costs share out over `workers`: their total is
+    at least `TILES_PER_WORKER` of the costliest per worker, and handed out
+    largest first no worker gets more than `BALANCE` times the mean."""
+    total = sum(cost * count for cost, count in costs)
+    costliest = max((cost for cost, count in costs if count > 0), default=0.0)
+    if total <= 0 or total < TILES_PER_WORKER * max(workers, 1) * costliest:
+        return False
+    return _spread(costs, workers) <= BALANCE
+
 
 def block_rule(
     rows: int,
@@ -92,17 +196,36 @@ def block_rule(
 ) -> int:
     """Series per block of `cdist`'s tiles (rows and columns alike).
 
-    ``min(work, max(balance, MIN_BLOCK), MAX_BLOCK)``, at least 1: `work`
-    is the block whose square tile holds the target cells (2^40 on a GPU,
-    2^31 on a CPU) for series of the mean lengths given; `balance` the
-    block that still gives every worker `TILES_PER_WORKER` tiles (counting
-    only the upper triangle when `symmetric`)."""
+    The largest block of at most ``min(work, MAX_BLOCK)`` series that cuts
+    the longer side into equal blocks (``ceil(n / parts)``) and whose tiles
+    share out evenly over `workers`: their total cost is at least
+    `TILES_PER_WORKER` times the costliest tile's per worker, and handed out
+    largest first (`_greedy_loads`) no worker gets more than `BALANCE`
+    times the mean. Costs count cells (pairs x the mean lengths given), the
+    diagonal tiles of a batch against itself (`symmetric`) at their half.
+    `work` is the block whose square tile holds the target cells (2^40 on a
+    GPU, 2^31 on a CPU). Blocks do not go below `MIN_BLOCK` series (nor
+    below `work` when that is smaller, nor below 1): a matrix too small to
+    share out evenly gets blocks of that size, the most tiles allowed."""
     cells = GPU_TILE_CELLS if gpu else CPU_TILE_CELLS
     work = math.sqrt(cells / max(row_length * column_length, 1.0))
-    pairs = rows * columns / (2.0 if symmetric else 1.0)
-    balance = math.sqrt(pairs / (TILES_PER_WORKER * max(workers, 1)))
-    block = min(work, max(balance, MIN_BLOCK), MAX_BLOCK)
-    return int(max(1, min(math.floor(block), max(rows, columns))))
+    rows, columns = max(int(rows), 1), max(int(columns), 1)
+    longest = rows if symmetric else max(rows, columns)
+    top = max(1, min(math.floor(work), MAX_BLOCK, longest))
+    bottom = min(top, MIN_BLOCK)
+    parts = math.ceil(longest / top)
+    while True:
+        block = math.ceil(longest / parts)
+        if block < bottom:
+            return bottom
+        costs = _tile_costs(
+            rows, rows if symmetric else columns, block, row_length, column_length, symmetric
+        )
+        if _balanced(costs, workers):
+            return block
+        if block == 1:
+            return 1
+        parts = max(parts + 1, math.ceil(longest / (block - 1)))
 
 
 def _knn_blocks(
@@ -114,14 +237,69 @@ def _knn_blocks(
     gpu: bool,
 ) -> Tuple[int, int]:
     """(queries per block, series per shard) of `knn`: one shard per worker
-    (each holds its part of the database, resident where it computes), and
-    query blocks whose tile against a shard holds the target cells (at
-    least one query, at most MAX_TILE_ENTRIES entries)."""
+    (each holds its part of the database, resident where it computes, and
+    computes every query block against it: the shards' sizes, equal to
+    within one block's rounding, share the work), and query blocks of equal
+    size whose tile against a shard holds the target cells (at least one
+    query, at most MAX_TILE_ENTRIES entries)."""
     shard = math.ceil(database / max(workers, 1))
     cells = GPU_TILE_CELLS if gpu else CPU_TILE_CELLS
     per_query = shard * max(query_length * database_length, 1.0)
-    block = min(cells / per_query, MAX_TILE_ENTRIES / shard)
-    return int(max(1, min(math.floor(block), queries))), shard
+    block = int(max(1, min(math.floor(min(cells / per_query, MAX_TILE_ENTRIES / shard)), queries)))
+    return math.ceil(queries / math.ceil(queries / block)), shard
+
+
+def _knn_tile_costs(
+    queries: int,
+    database: int,
+    query_block: int,
+    shard: int,
+    query_length: float,
+    database_length: float,
+) -> Costs:
+    """The costs (cells) of `knn`'s tasks: every query block against every
+    shard."""
+    per_pair = max(query_length * database_length, 1.0)
+    return [
+        (size_q * size_s * per_pair, count_q * count_s)
+        for size_q, count_q in _sizes(queries, query_block)
+        for size_s, count_s in _sizes(database, shard)
+    ]
+
+
+# ---- Costs for the scheduler -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _PerKey:
+    """A layer annotation with a value per task key (dask calls it with each
+    key of the layer); keys not listed get `default` (None: no annotation
+    for that key)."""
+
+    values: Dict[Any, Any]
+    default: Any
+
+    def __call__(self, key: Any) -> Any:
+        return self.values.get(key, self.default)
+
+
+def _annotations(costs: Dict[Any, int]) -> Dict[str, Any]:
+    """A layer's annotations for the computing tasks `costs` ({key: cells}):
+    their cost (`COST_ANNOTATION`), and a ``priority`` that starts the
+    costliest first: the priority in force (``dask.annotate``, default 0)
+    for the costliest, one less for each smaller cost. Other tasks of the
+    layer (a transpose) keep the priority in force, so that what consumes a
+    finished tile runs before the smaller tiles start (a tile is not held
+    longer than it must be). Annotations in force otherwise are kept."""
+    inherited = dict(dask.get_annotations())
+    base = inherited.get("priority", 0)
+    if not isinstance(base, (int, float)) or isinstance(base, bool):
+        base = 0  # a callable or odd priority in force: ours relative to 0
+    ranks = {cost: rank for rank, cost in enumerate(sorted(set(costs.values()), reverse=True))}
+    priorities = {key: base - ranks[cost] for key, cost in costs.items()}
+    inherited["priority"] = _PerKey(priorities, base)
+    inherited[COST_ANNOTATION] = _PerKey(dict(costs), None)  # None: not sent
+    return inherited
 
 
 # ---- Inputs ------------------------------------------------------------------
@@ -135,9 +313,21 @@ class _Batch:
     count: int
     dims: int
     mean_length: float
+    lengths: np.ndarray  # each series' length (int64)
 
     def rows(self, start: int, stop: int):
         return self.data[start:stop]
+
+    def samples(self, start: int, stop: int) -> int:
+        """The samples of series `start` to `stop` (the sum of their lengths)."""
+        return int(self.lengths[start:stop].sum())
+
+    def self_pairs(self, start: int, stop: int) -> int:
+        """The cells of the pairs of series `start` to `stop` among
+        themselves, each pair once and each series with itself: a diagonal
+        tile's cost, ``(S^2 + sum of squared lengths) / 2``."""
+        lengths = self.lengths[start:stop]
+        return (int(lengths.sum()) ** 2 + int((lengths * lengths).sum())) // 2
 
 
 def _prepare(value: Any, what: str) -> _inputs.Prepared:
@@ -160,7 +350,7 @@ def _checked(prepared: _inputs.Prepared, dtype: np.dtype, what: str) -> _Batch:
         if data.shape[1] == 0:
             raise InputError(f"invalid input: the series of {what} are empty")
         finite = np.isfinite(data).reshape(data.shape[0], -1).all(axis=1)
-        lengths = [data.shape[1]]
+        lengths = [data.shape[1]] * data.shape[0]
     else:
         for index, s in enumerate(series):
             if s.shape[0] == 0:
@@ -174,7 +364,13 @@ def _checked(prepared: _inputs.Prepared, dtype: np.dtype, what: str) -> _Batch:
             "(values must be finite)"
         )
     dims = data.shape[2] if series is None else series[0].shape[1]
-    return _Batch(data, prepared.count, int(dims), float(np.mean(lengths)))
+    return _Batch(
+        data,
+        prepared.count,
+        int(dims),
+        float(np.mean(lengths)),
+        np.asarray(lengths, dtype=np.int64),
+    )
 
 
 def _check_device(device: Any) -> str:
@@ -265,6 +461,24 @@ def _blocks(count: int, size: int) -> List[Tuple[int, int]]:
     return [(start, min(start + size, count)) for start in range(0, count, size)]
 
 
+def _layered(
+    name: str, tasks: Dict[Any, Any], costs: Dict[Any, int], data: Dict[Any, Any]
+) -> HighLevelGraph:
+    """A graph of two layers: `data` (the blocks, see `_placed`) and, named
+    `name`, the `tasks`, annotated with the `costs` of those that compute
+    (`_annotations`). Dask's low-level fusion (``optimization.fuse.active``,
+    on by default for arrays) rebuilds the graph without its layers' annotations:
+    with it off (or ``optimize_graph=False``) they reach the scheduler."""
+    data_name = f"{name}-data"
+    return HighLevelGraph(
+        {
+            data_name: MaterializedLayer(data),
+            name: MaterializedLayer(tasks, annotations=_annotations(costs)),
+        },
+        {data_name: set(), name: {data_name}},
+    )
+
+
 def _placed(parts: Sequence[Any], name: str) -> Tuple[Dict[Any, Any], List[Any]]:
     """Graph entries and their keys for data blocks: each block is data in
     the graph, sent to the scheduler once with it and from there to the
@@ -351,23 +565,27 @@ def cdist(
         graph.update(right_graph)
 
     tile = _Tile(tuple(sorted(params.items())))
+    tiles: Dict[Any, Any] = {}
+    costs: Dict[Any, int] = {}
+    left_samples = [left.samples(*r) for r in rows]
+    right_samples = left_samples if symmetric else [other.samples(*c) for c in columns]
     for i in range(len(rows)):
         for j in range(len(columns)):
-            if not symmetric:
-                graph[(name, i, j)] = (tile, left_refs[i], right_refs[j])
-            elif i == j:
-                graph[(name, i, j)] = (tile, left_refs[i])
-            elif i < j:
-                graph[(name, i, j)] = (tile, left_refs[i], right_refs[j])
+            key = (name, i, j)
+            if symmetric and i == j:
+                tiles[key] = (tile, left_refs[i])
+                costs[key] = left.self_pairs(*rows[i])
+            elif not symmetric or i < j:
+                tiles[key] = (tile, left_refs[i], right_refs[j])
+                costs[key] = left_samples[i] * right_samples[j]
             else:
-                graph[(name, i, j)] = (np.transpose, (name, j, i))
+                tiles[key] = (np.transpose, (name, j, i))
     chunks = (
         tuple(stop - start for start, stop in rows),
         tuple(stop - start for start, stop in columns),
     )
     dtype = left.data[0].dtype if isinstance(left.data, list) else left.data.dtype
-    layers = HighLevelGraph.from_collections(name, graph, dependencies=())
-    return da.Array(layers, name, chunks, dtype=dtype)
+    return da.Array(_layered(name, tiles, costs, graph), name, chunks, dtype=dtype)
 
 
 # ---- knn ---------------------------------------------------------------------
@@ -448,6 +666,52 @@ def _merge(k: int, *parts: Tuple[np.ndarray, np.ndarray]) -> Tuple[np.ndarray, n
     return np.take_along_axis(indices, order, axis=1), np.take_along_axis(distances, order, axis=1)
 
 
+def _knn_graph(
+    queries: _Batch,
+    database: _Batch,
+    k: int,
+    query_block: int,
+    shard_size: int,
+    token: str,
+    params: Dict[str, Any],
+) -> Tuple[HighLevelGraph, List[Any]]:
+    """`knn`'s graph and its outputs (one per query block): the shards and
+    query blocks as data, a task per query block and shard annotated with
+    its cost (`_annotations`), and each query block's tree of merges."""
+    shards = _blocks(database.count, shard_size)
+    query_blocks = _blocks(queries.count, query_block)
+    data, shard_refs = _placed([database.rows(*s) for s in shards], f"timewarp-shard-{token}")
+    query_data, query_refs = _placed(
+        [queries.rows(*q) for q in query_blocks], f"timewarp-query-{token}"
+    )
+    data.update(query_data)
+
+    nearest = _Nearest(k, token, tuple(sorted(params.items())))
+    name = f"timewarp-knn-{token}"
+    tasks: Dict[Any, Any] = {}
+    costs: Dict[Any, int] = {}
+    shard_samples = [database.samples(*s) for s in shards]
+    outputs = []
+    for q, query_rows in enumerate(query_blocks):
+        level = []
+        query_samples = queries.samples(*query_rows)
+        for s, (start, _) in enumerate(shards):
+            key = (f"{name}-tile", q, s)
+            tasks[key] = (nearest, query_refs[q], shard_refs[s], s, start)
+            costs[key] = query_samples * shard_samples[s]
+            level.append(key)
+        depth = 0
+        while len(level) > 1:
+            merged = []
+            for m, first in enumerate(range(0, len(level), MERGE_FAN_IN)):
+                key = (f"{name}-merge", q, depth, m)
+                tasks[key] = (_merge, k, *level[first : first + MERGE_FAN_IN])
+                merged.append(key)
+            level, depth = merged, depth + 1
+        outputs.append(level[0])
+    return _layered(name, tasks, costs, data), outputs
+
+
 def knn(
     queries: Any,
     database: Any,
@@ -504,38 +768,12 @@ def knn(
         query_block, shard_size = int(sizes[0]), int(sizes[1])
 
     token = uuid.uuid4().hex
-    shards = _blocks(database_batch.count, shard_size)
-    query_blocks = _blocks(query_batch.count, query_block)
-    graph, shard_refs = _placed(
-        [database_batch.rows(*s) for s in shards], f"timewarp-shard-{token}"
+    graph, outputs = _knn_graph(
+        query_batch, database_batch, int(k), query_block, shard_size, token, params
     )
-    query_graph, query_refs = _placed(
-        [query_batch.rows(*q) for q in query_blocks], f"timewarp-query-{token}"
-    )
-    graph.update(query_graph)
-
-    nearest = _Nearest(int(k), token, tuple(sorted(params.items())))
-    name = f"timewarp-knn-{token}"
-    outputs = []
-    for q, query_ref in enumerate(query_blocks):
-        level = []
-        for s, (start, _) in enumerate(shards):
-            key = (f"{name}-tile", q, s)
-            graph[key] = (nearest, query_refs[q], shard_refs[s], s, start)
-            level.append(key)
-        depth = 0
-        while len(level) > 1:
-            merged = []
-            for m, first in enumerate(range(0, len(level), MERGE_FAN_IN)):
-                key = (f"{name}-merge", q, depth, m)
-                graph[key] = (_merge, int(k), *level[first : first + MERGE_FAN_IN])
-                merged.append(key)
-            level, depth = merged, depth + 1
-        outputs.append(level[0])
-
     try:
         if client is None:
-            results = dask.threaded.get(graph, outputs)
+            results = dask.threaded.get(dict(graph), outputs)
         else:
             results = client.get(graph, outputs, retries=int(retries), sync=True)
     finally:
