@@ -36,8 +36,8 @@ Output: one line a match, `start,distance`, best first (start 0-based;
 distance the square root of the DTW cost, squared Euclidean local cost, as
 the UCR Suite prints it), on stdout or in --out; the pruning statistics on
 stderr. The search runs on the CPU (every core) or the GPU (--device gpu,
-or auto from 2^20 samples when a GPU is usable): the same matches and
-distances. The plot shows the series' first dimension with the
+or auto from 2^21 samples a CPU thread when a GPU is usable): the same
+matches and distances. The plot shows the series' first dimension with the
 matches shaded and numbered, and the query over the best match.
 
 --align: the query against its one best subsequence of any length, under

@@ -67,8 +67,8 @@ pub(crate) use paired::{
 pub(crate) use paths::{pair_alignment, DevicePathPair};
 pub(crate) use plan::layout::image_bytes as set_bytes;
 pub(crate) use plan::search::{
-    auto_on_gpu as search_auto_on_gpu, next_batch as search_next_batch,
-    AUTO_MIN_SAMPLES as SEARCH_AUTO_MIN_SAMPLES,
+    auto_min_samples as search_auto_min_samples, auto_on_gpu as search_auto_on_gpu,
+    next_batch as search_next_batch,
 };
 pub(crate) use plan::select::{band_width, matrix_variant, resident_variant};
 pub(crate) use plan::spread::{named, shards as plan_shards};

@@ -106,7 +106,7 @@ pub struct SearchOptions {
     pub exclusion: Option<usize>,
     /// Where to search: `Cpu` (all cores), `Gpu` (an error if none is
     /// usable) or `Auto`: the GPU for a series of at least
-    /// [`AUTO_GPU_SAMPLES`] samples when one is usable, else the CPU. Both
+    /// [`auto_gpu_samples`] samples when one is usable, else the CPU. Both
     /// find the same matches at the same distances, bit for bit
     /// (docs/algorithms.md, "Search").
     pub device: Device,
@@ -244,17 +244,21 @@ pub fn subsequences<S: SeriesSource + ?Sized>(
 
 /// The GPU `Device::Auto` searches a series of `samples` samples on: the
 /// first, when it is usable and the series has at least
-/// [`AUTO_GPU_SAMPLES`] samples.
+/// [`auto_gpu_samples`] samples.
 fn auto_gpu(samples: usize) -> Option<&'static Gpu> {
-    if !crate::gpu::search_auto_on_gpu(samples) {
+    if !crate::gpu::search_auto_on_gpu(samples, rayon::current_num_threads()) {
         return None;
     }
     Gpu::get().ok()
 }
 
 /// `Device::Auto` searches on the GPU from this many samples of the series
-/// on (2^20), when a GPU is usable; below it, on the CPU.
-pub const AUTO_GPU_SAMPLES: usize = crate::gpu::SEARCH_AUTO_MIN_SAMPLES;
+/// on, when a GPU is usable; below it, on the CPU: 2^21 samples for each
+/// thread the CPU search would have (rayon's), where the GPU finishes
+/// first (docs/benchmarks.md, "Subsequence search on the GPU").
+pub fn auto_gpu_samples() -> usize {
+    crate::gpu::search_auto_min_samples(rayon::current_num_threads())
+}
 
 /// What a search needs to know before it reads the series.
 pub(crate) struct Plan {

@@ -192,23 +192,27 @@ impl KernelId {
 
     /// Every kernel of the catalogue.
     pub fn all() -> impl Iterator<Item = KernelId> {
-        let search = SEARCH_DRIVERS.iter().map(|&driver| KernelId::search(driver));
-        FAMILIES.iter().flat_map(|&(measure, driver)| {
-            let twins: &[bool] = if driver.has_univariate_twin() {
-                &[false, true]
-            } else {
-                &[false]
-            };
-            Precision::ALL.into_iter().flat_map(move |precision| {
-                twins.iter().map(move |&univariate| KernelId {
-                    measure,
-                    driver,
-                    univariate,
-                    precision,
+        let search = SEARCH_DRIVERS
+            .iter()
+            .map(|&driver| KernelId::search(driver));
+        FAMILIES
+            .iter()
+            .flat_map(|&(measure, driver)| {
+                let twins: &[bool] = if driver.has_univariate_twin() {
+                    &[false, true]
+                } else {
+                    &[false]
+                };
+                Precision::ALL.into_iter().flat_map(move |precision| {
+                    twins.iter().map(move |&univariate| KernelId {
+                        measure,
+                        driver,
+                        univariate,
+                        precision,
+                    })
                 })
             })
-        })
-        .chain(search)
+            .chain(search)
     }
 
     /// Whether the catalogue has this kernel.

@@ -201,8 +201,9 @@ fn gpu_search_of_multivariate_series() {
     }
 }
 
-/// A series longer than `Auto`'s threshold, read from a file in chunks:
-/// `Auto` (on the GPU here) and the GPU find the CPU's matches.
+/// A series of 2^20 and more samples, read from a file in chunks:
+/// `Auto` (on the GPU or the CPU, by the host's threads: `auto_gpu_samples`)
+/// and the GPU find the CPU's matches.
 #[test]
 fn gpu_search_of_a_long_file() {
     let Some(_gpu) = on_gpu("search_gpu::gpu_search_of_a_long_file") else {
