@@ -104,16 +104,26 @@ pub fn on_gpu(test: &str) -> Option<Timed> {
     }
 }
 
-/// Every kernel JIT-compiled before the first GPU test goes on (the others
-/// wait; the CPU tests run meanwhile): a kernel compiled on first use is
-/// compiled while its test holds the GPU.
-fn load_kernels_once(gpu: &gpu::Gpu) {
+/// Every kernel JIT-compiled on every GPU before the first GPU test goes on
+/// (the others wait; the CPU tests run meanwhile): a kernel compiled on
+/// first use is compiled while its test holds the GPU, and computations
+/// spread over every GPU (the default) use each kernel on each. The
+/// second GPU's compilation is the driver's cache of the first's.
+fn load_kernels_once(first: &gpu::Gpu) {
     static LOADED: OnceLock<()> = OnceLock::new();
     LOADED.get_or_init(|| {
         use std::io::Write;
         let start = Instant::now();
-        gpu.load_kernels()
+        first
+            .load_kernels()
             .expect("every kernel of the catalogue loads");
+        for ordinal in 1..gpu::Gpu::count() {
+            if let Ok(other) = gpu::Gpu::ordinal(ordinal) {
+                other
+                    .load_kernels()
+                    .unwrap_or_else(|e| panic!("every kernel loads on GPU {ordinal}: {e}"));
+            }
+        }
         let seconds = start.elapsed().as_secs_f64();
         let _ = writeln!(
             std::io::stderr(),
