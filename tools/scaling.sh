@@ -21,6 +21,11 @@ while (($#)); do
 done
 out=${OUT:-/tmp}
 status=0
+cd "$(dirname "$0")/.."
+# The staged binaries, unpacked where stage-gpu packed them.
+if [[ -f .gpu/payload.tar.xz ]]; then
+  tar -xJf .gpu/payload.tar.xz -C .gpu && rm -f .gpu/payload.tar.xz
+fi
 
 # name | bench arguments
 cases=(
