@@ -70,6 +70,7 @@ pub(crate) fn dtw_abandoning<D: Dims>(
     // Row 0 of the matrix: C[0][0] = 0, the rest infinite. Columns are
     // 1-based here; column 0 is the infinite boundary.
     prev[0] = 0.0;
+    let d = dims.get();
     for i in 1..=m {
         let lo = i.saturating_sub(r).max(1);
         let hi = (i + r).min(m);
@@ -78,10 +79,16 @@ pub(crate) fn dtw_abandoning<D: Dims>(
         cur[lo - 1] = f64::INFINITY;
         let mut least = f64::INFINITY;
         let mut left = f64::INFINITY;
-        for j in lo..=hi {
-            let best = prev[j - 1].min(prev[j]).min(left);
-            let value = cost(a, i - 1, b, j - 1, dims) + best;
-            cur[j] = value;
+        // The row's cells as slices zipped together, so that the loop has
+        // no bounds checks: column j reads prev[j - 1] and prev[j] (a
+        // window of two), writes cur[j], and reads b's sample j - 1.
+        let above = prev[lo - 1..=hi].windows(2);
+        let samples = b[(lo - 1) * d..hi * d].chunks_exact(d);
+        let a_i = &a[(i - 1) * d..i * d];
+        for ((cell, above), b_j) in cur[lo..=hi].iter_mut().zip(above).zip(samples) {
+            let best = above[0].min(above[1]).min(left);
+            let value = cost(a_i, 0, b_j, 0, dims) + best;
+            *cell = value;
             left = value;
             least = least.min(value);
         }
