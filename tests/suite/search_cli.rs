@@ -226,3 +226,59 @@ fn search_align_writes_the_librarys_path() {
         .code(2)
         .stderr(predicates::str::contains("cannot be used with"));
 }
+
+/// `bench --search`: every candidate counted once by the stage that ended
+/// it, and the best match that of the library on the same walk (the
+/// bench's: seeded N(0, 1) steps, the series first, then each query).
+#[test]
+fn bench_search_counts_every_candidate_and_finds_the_librarys_match() {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use rand_distr::StandardNormal;
+    let (points, lengths) = (20_000usize, [64usize, 100]);
+    let output = timewarp()
+        .args(["bench", "--search", "--device", "cpu", "--count", "20000"])
+        .args(["--lengths", "64,100", "--json", "--repeats", "1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(rows.len(), lengths.len());
+    let mut rng = StdRng::seed_from_u64(46);
+    let mut walk = |n: usize| {
+        let mut value = 0.0;
+        (0..n)
+            .map(|_| {
+                value += rng.sample::<f64, _>(StandardNormal);
+                value
+            })
+            .collect::<Vec<f64>>()
+    };
+    let series = walk(points);
+    for (row, m) in rows.iter().zip(lengths) {
+        let count = |key: &str| row[key].as_u64().unwrap();
+        assert_eq!(count("query_length"), m as u64);
+        assert_eq!(count("candidates"), (points - m + 1) as u64);
+        let ended = count("kim") + count("keogh_query") + count("keogh_data") + count("dtw");
+        assert_eq!(ended, count("candidates"), "{row}");
+        assert!(count("abandoned") < count("dtw"), "{row}");
+        assert!(row["points_per_second"].as_f64().unwrap() > 0.0);
+        assert_eq!(row["device"], "cpu");
+        let query = Array2::from_shape_vec((m, 1), walk(m)).unwrap();
+        let options = SearchOptions::default()
+            .with_band(Band::Fraction(0.05))
+            .on(Device::Cpu);
+        let best = subsequences(query.view(), &series[..], &options)
+            .unwrap()
+            .matches[0];
+        assert_eq!(count("best_start"), best.start as u64);
+        assert_eq!(row["best_distance"].as_f64().unwrap(), best.distance);
+    }
+    // Options of the distance benches are refused.
+    let refused = timewarp()
+        .args(["bench", "--search", "--paired"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--search"));
+}

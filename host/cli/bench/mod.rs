@@ -6,6 +6,7 @@ mod case;
 mod probe;
 mod report;
 mod request;
+mod search;
 mod timing;
 
 use super::{print, progress_bar, ptx_build, ComputeArgs, Failure, MetricKind};
@@ -202,6 +203,13 @@ pub struct Args {
     /// Soft-DTW; GCUPS still count every cell of the full matrices)
     #[arg(long, value_name = "F")]
     band: Option<f64>,
+    /// Subsequence search instead of distances (the UCR Suite's workload):
+    /// a query of each --lengths searched in a random walk of --count
+    /// points (default 10^6) with the band --band (a fraction of the query,
+    /// default 0.05) on --device; prints the time, the points a second and
+    /// the pruning rates
+    #[arg(long)]
+    search: bool,
 }
 
 /// Which GPU variants a run times.
@@ -317,6 +325,9 @@ struct Plan {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
+    if args.search {
+        return search::run(&args);
+    }
     let request = request(&args)?;
     let cases = cases(&args, &request)?;
     let plan = &request.plan;
