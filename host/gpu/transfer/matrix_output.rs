@@ -69,14 +69,25 @@ impl<T: Float> Output<T> {
     }
 
     /// Checks a tile's results and copies them (row-major) into the
-    /// matrix, and their transpose too for a mirrored tile; after the
-    /// tile's [`Output::prepare`].
+    /// matrix, and their transpose too for a mirrored tile. The matrix is
+    /// allocated here if no [`Output::prepare`] has (a caller that computes
+    /// each tile before placing it has nothing to overlap); where the host
+    /// cannot, the output fails with that error.
     pub(crate) fn place(&self, tile: &Tile, values: &[T]) {
         let mut placed = self.placed();
-        let matrix = placed.matrix.as_mut().expect("a tile is prepared first");
-        let checked = place(&mut matrix.view_mut(), tile, values);
-        if let Err(error) = checked {
-            placed.failed.get_or_insert(error);
+        let Placed { matrix, failed } = &mut *placed;
+        let matrix = match matrix {
+            Some(matrix) => matrix,
+            empty => match zeros(self.shape.0, self.shape.1) {
+                Ok(allocated) => empty.insert(allocated),
+                Err(error) => {
+                    failed.get_or_insert(error);
+                    return;
+                }
+            },
+        };
+        if let Err(error) = place(&mut matrix.view_mut(), tile, values) {
+            failed.get_or_insert(error);
         }
     }
 
@@ -216,6 +227,16 @@ mod tests {
                 .shape(),
             &[0, 4]
         );
+    }
+
+    #[test]
+    fn tiles_placed_without_prepare_allocate_the_matrix() {
+        // As the stencil kernel's tiles on several GPUs are placed.
+        let output = Output::<f32>::new((2, 3)).unwrap();
+        output.place(&tile(1..2, 0..3, false), &[4.0, 5.0, 6.0]);
+        output.place(&tile(0..1, 0..3, false), &[1.0, 2.0, 3.0]);
+        let expected = array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]];
+        assert_eq!(output.into_matrix().unwrap(), expected);
     }
 
     #[test]
