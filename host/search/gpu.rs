@@ -16,6 +16,9 @@
 //!    threshold between launches, and stops at the first survivor whose
 //!    bound passes the cutoff.
 //!
+//! A helper thread reads the next chunk (and checks its values) while the
+//! GPU and the host search the one before.
+//!
 //! The threshold is only ever the host's, read between launches: no
 //! thread of the GPU changes it, so nothing races. A DTW that finishes on
 //! the GPU is the CPU's cost bit for bit (`timewarp_kernels::launch::search`),
@@ -30,6 +33,7 @@ use crate::interrupt::{self, Running};
 use crate::{Error, Result};
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
+use std::sync::mpsc::{sync_channel, SyncSender};
 use timewarp_kernels::launch::search::pruned_by;
 
 /// The search of `plan` in `series` on `gpu`.
@@ -60,25 +64,60 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
         znorm: plan.znorm,
     };
     let mut device = SearchDevice::open(gpu, &query, (plan.starts, plan.chunk), None)?;
+    let chunk_starts = device.chunk_starts();
     let mut state = State::new(plan);
-    let mut x = Vec::new();
+    // The next chunk is read (from a file, perhaps) and checked while the
+    // GPU and this thread search the one before.
+    std::thread::scope(|scope| {
+        let (send, chunks) = sync_channel(1);
+        scope.spawn(move || read_ahead(plan, series, chunk_starts, &send));
+        for chunk in chunks {
+            interrupt::check()?;
+            let (first, x) = chunk?;
+            let survivors = device.bounds(&x, state.cutoff())?;
+            let max_batch = device.max_batch();
+            state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
+                interrupt::check()?;
+                device.dtw(candidates, cutoff)
+            })?;
+        }
+        // An early return drops `chunks` first: the reader stops at its
+        // next chunk, and the scope waits for it.
+        Ok(())
+    })?;
+    Ok(state.finish())
+}
+
+/// A chunk's first start and its samples (its starts and `m - 1` more).
+type Chunk = Result<(usize, Vec<f64>)>;
+
+/// Reads the chunks of `chunk_starts` starts of `series` in order, each
+/// with the `m - 1` samples after its starts, checks that their values
+/// are finite, and sends them; stops after an error (sent as the last
+/// chunk) or once the receiver hangs up.
+fn read_ahead<S: SeriesSource + ?Sized>(
+    plan: &Plan,
+    series: &S,
+    chunk_starts: usize,
+    send: &SyncSender<Chunk>,
+) {
+    let (m, d) = (plan.m, plan.dims);
     let mut first = 0;
     while first < plan.starts {
-        interrupt::check()?;
-        let starts = device.chunk_starts().min(plan.starts - first);
-        series.read(first, starts + m - 1, &mut x)?;
-        if let Some(at) = x.iter().position(|v| !v.is_finite()) {
-            return Err(non_finite(x[at], first + at / d, at % d, d));
+        let starts = chunk_starts.min(plan.starts - first);
+        let mut x = Vec::new();
+        let chunk = series.read(first, starts + m - 1, &mut x).and_then(|()| {
+            match x.iter().position(|v| !v.is_finite()) {
+                Some(at) => Err(non_finite(x[at], first + at / d, at % d, d)),
+                None => Ok((first, x)),
+            }
+        });
+        let failed = chunk.is_err();
+        if send.send(chunk).is_err() || failed {
+            return;
         }
-        let survivors = device.bounds(&x, state.cutoff())?;
-        let max_batch = device.max_batch();
-        state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
-            interrupt::check()?;
-            device.dtw(candidates, cutoff)
-        })?;
         first += starts;
     }
-    Ok(state.finish())
 }
 
 /// The error of a non-finite value, as the CPU's search words it.
@@ -446,6 +485,39 @@ mod tests {
             assert_eq!(s.kim + s.keogh_query + s.keogh_data + s.dtw, s.candidates);
             assert!(s.abandoned <= s.dtw);
         }
+    }
+
+    #[test]
+    fn chunks_are_read_ahead_in_order_up_to_the_first_non_finite_value() {
+        let (n, dims, m) = (1000, 2, 40);
+        let mut x = walk(n, dims, 3);
+        let series = ArrayView2::from_shape((n, dims), &x).unwrap();
+        let query = series.slice(ndarray::s![100..100 + m, ..]);
+        let plan = plan(query, n, dims, &SearchOptions::default()).unwrap();
+        let read = |x: &[f64]| {
+            let series = ArrayView2::from_shape((n, dims), x).unwrap();
+            let (send, chunks) = sync_channel(1);
+            std::thread::scope(|scope| {
+                let (plan, series) = (&plan, &series);
+                scope.spawn(move || read_ahead(plan, series, 300, &send));
+                chunks.into_iter().collect::<Vec<_>>()
+            })
+        };
+        let chunks = read(&x);
+        let firsts: Vec<usize> = chunks.iter().map(|c| c.as_ref().unwrap().0).collect();
+        assert_eq!(firsts, [0, 300, 600, 900]);
+        for chunk in &chunks {
+            let (first, values) = chunk.as_ref().unwrap();
+            let rows = 300.min(n - m + 1 - first) + m - 1;
+            assert_eq!(values[..], x[first * dims..(first + rows) * dims]);
+        }
+        // A NaN in the third chunk alone (and the fourth's overlap): two
+        // chunks, then its error, then nothing.
+        x[(650 * dims) + 1] = f64::NAN;
+        let chunks = read(&x);
+        assert_eq!(chunks.len(), 3);
+        let error = chunks[2].as_ref().unwrap_err().to_string();
+        assert!(error.contains("at sample 650, dimension 1"), "{error}");
     }
 
     #[test]
