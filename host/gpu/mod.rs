@@ -74,4 +74,4 @@ pub(crate) use plan::select::{band_width, matrix_variant, resident_variant};
 pub(crate) use plan::spread::{named, shards as plan_shards};
 pub(crate) use runtime::context::KernelParams;
 pub(crate) use runtime::several_gpus::budgets;
-pub(crate) use search::{SearchDevice, SearchQuery};
+pub(crate) use search::{ChunkSurvivors, SearchDevice, SearchQuery};

@@ -5,14 +5,19 @@
 //!
 //! 1. the GPU computes every start's three bounds (LB_Kim, LB_Keogh on the
 //!    query's envelope, on the data's), each from the window's exact
-//!    two-pass statistics; the host prunes those above the cutoff of the
-//!    threshold now, and sorts the others by their largest bound;
+//!    two-pass statistics, prunes the starts with a bound above the
+//!    cutoff of the threshold now (counting each for the first such
+//!    bound) and compacts the others into a list, which alone comes back;
+//!    the host sorts it by the largest bound;
 //! 2. the survivors' DTWs run on the GPU in launches of growing size, the
 //!    lowest bounds first, each launch abandoning at the cutoff of the
 //!    threshold when it starts; the host offers the costs to the same
 //!    witness [`Keeper`] as the CPU's threads, which tightens the
 //!    threshold between launches, and stops at the first survivor whose
 //!    bound passes the cutoff.
+//!
+//! A helper thread reads the next chunk (and checks its values) while the
+//! GPU and the host search the one before.
 //!
 //! The threshold is only ever the host's, read between launches: no
 //! thread of the GPU changes it, so nothing races. A DTW that finishes on
@@ -23,12 +28,13 @@ use super::bounds::sliding_envelope;
 use super::scan::Cutoff;
 use super::select::{choose, sort, Keeper};
 use super::{Match, Plan, PruningStats, SearchResult, SeriesSource};
-use crate::gpu::{search_next_batch, Gpu, SearchDevice, SearchQuery};
+use crate::gpu::{search_next_batch, ChunkSurvivors, Gpu, SearchDevice, SearchQuery};
 use crate::interrupt::{self, Running};
 use crate::{Error, Result};
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
-use timewarp_kernels::launch::search::BOUNDS_PER_START;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use timewarp_kernels::launch::search::pruned_by;
 
 /// The search of `plan` in `series` on `gpu`.
 pub(crate) fn search<S: SeriesSource + ?Sized>(
@@ -58,25 +64,60 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
         znorm: plan.znorm,
     };
     let mut device = SearchDevice::open(gpu, &query, (plan.starts, plan.chunk), None)?;
+    let chunk_starts = device.chunk_starts();
     let mut state = State::new(plan);
-    let mut x = Vec::new();
+    // The next chunk is read (from a file, perhaps) and checked while the
+    // GPU and this thread search the one before.
+    std::thread::scope(|scope| {
+        let (send, chunks) = sync_channel(1);
+        scope.spawn(move || read_ahead(plan, series, chunk_starts, &send));
+        for chunk in chunks {
+            interrupt::check()?;
+            let (first, x) = chunk?;
+            let survivors = device.bounds(&x, state.cutoff())?;
+            let max_batch = device.max_batch();
+            state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
+                interrupt::check()?;
+                device.dtw(candidates, cutoff)
+            })?;
+        }
+        // An early return drops `chunks` first: the reader stops at its
+        // next chunk, and the scope waits for it.
+        Ok(())
+    })?;
+    Ok(state.finish())
+}
+
+/// A chunk's first start and its samples (its starts and `m - 1` more).
+type Chunk = Result<(usize, Vec<f64>)>;
+
+/// Reads the chunks of `chunk_starts` starts of `series` in order, each
+/// with the `m - 1` samples after its starts, checks that their values
+/// are finite, and sends them; stops after an error (sent as the last
+/// chunk) or once the receiver hangs up.
+fn read_ahead<S: SeriesSource + ?Sized>(
+    plan: &Plan,
+    series: &S,
+    chunk_starts: usize,
+    send: &SyncSender<Chunk>,
+) {
+    let (m, d) = (plan.m, plan.dims);
     let mut first = 0;
     while first < plan.starts {
-        interrupt::check()?;
-        let starts = device.chunk_starts().min(plan.starts - first);
-        series.read(first, starts + m - 1, &mut x)?;
-        if let Some(at) = x.iter().position(|v| !v.is_finite()) {
-            return Err(non_finite(x[at], first + at / d, at % d, d));
+        let starts = chunk_starts.min(plan.starts - first);
+        let mut x = Vec::new();
+        let chunk = series.read(first, starts + m - 1, &mut x).and_then(|()| {
+            match x.iter().position(|v| !v.is_finite()) {
+                Some(at) => Err(non_finite(x[at], first + at / d, at % d, d)),
+                None => Ok((first, x)),
+            }
+        });
+        let failed = chunk.is_err();
+        if send.send(chunk).is_err() || failed {
+            return;
         }
-        let bounds = device.bounds(&x)?;
-        let max_batch = device.max_batch();
-        state.chunk(&bounds, (first, max_batch), |candidates, cutoff| {
-            interrupt::check()?;
-            device.dtw(candidates, cutoff)
-        })?;
         first += starts;
     }
-    Ok(state.finish())
 }
 
 /// The error of a non-finite value, as the CPU's search words it.
@@ -107,18 +148,23 @@ pub(crate) struct State {
     batch: usize,
 }
 
-/// Counts a start pruned by the first of its bounds (LB_Kim, LB_Keogh on
-/// the query's envelope, on the data's) above `cutoff`; false if none is.
-fn pruned(bounds: &[f64], cutoff: f64, stats: &mut PruningStats) -> bool {
-    if bounds[0] > cutoff {
-        stats.kim += 1;
-    } else if bounds[1] > cutoff {
-        stats.keogh_query += 1;
-    } else if bounds[2] > cutoff {
-        stats.keogh_data += 1;
-    } else {
-        return false;
+/// Counts `n` starts pruned by bound `b` (0: LB_Kim, 1: LB_Keogh on the
+/// query's envelope, 2: on the data's).
+fn credit(stats: &mut PruningStats, b: usize, n: u64) {
+    match b {
+        0 => stats.kim += n,
+        1 => stats.keogh_query += n,
+        _ => stats.keogh_data += n,
     }
+}
+
+/// Counts a start pruned by the first of its bounds above `cutoff`
+/// (as the bounds kernel counts them); false if none is.
+fn pruned(bounds: [f64; 3], cutoff: f64, stats: &mut PruningStats) -> bool {
+    let Some(b) = pruned_by(bounds, cutoff) else {
+        return false;
+    };
+    credit(stats, b, 1);
     true
 }
 
@@ -140,32 +186,45 @@ impl State {
         self.keeper.threshold(&self.shared)
     }
 
-    /// One chunk whose first start is `first`, with its `bounds`
-    /// ([`BOUNDS_PER_START`] a start): prunes, then runs `dtw` on the
-    /// survivors, lowest bound first, in batches of at most `max_batch`
-    /// (`dtw(candidates, cutoff)`: a cost, or `None` when abandoned above
-    /// `cutoff`).
+    /// The cutoff of the threshold now: the next chunk's bounds prune at
+    /// it.
+    pub fn cutoff(&self) -> f64 {
+        self.cutoff.of(self.threshold())
+    }
+
+    /// One chunk whose first start is `first`, with what its bounds left
+    /// at [`State::cutoff`] (the state unchanged since): counts the
+    /// pruned, then runs `dtw` on the survivors, lowest bound first, in
+    /// batches of at most `max_batch` (`dtw(candidates, cutoff)`: a cost,
+    /// or `None` when abandoned above `cutoff`).
     pub fn chunk(
         &mut self,
-        bounds: &[f64],
+        found: &ChunkSurvivors,
         (first, max_batch): (usize, usize),
         mut dtw: impl FnMut(&[u32], f64) -> Result<Vec<Option<f64>>>,
     ) -> Result<()> {
-        let cutoff = self.cutoff.of(self.threshold());
-        let mut survivors: Vec<(f64, u32)> = Vec::new();
-        for (s, b) in bounds.chunks_exact(BOUNDS_PER_START).enumerate() {
-            self.stats.candidates += 1;
-            if !pruned(b, cutoff, &mut self.stats) {
-                survivors.push((b[0].max(b[1]).max(b[2]), s as u32));
-            }
+        self.stats.candidates += found.candidates();
+        for (b, &n) in found.pruned.iter().enumerate() {
+            credit(&mut self.stats, b, n);
         }
+        // (largest bound, start, index in `found`), in the order of the
+        // first two: the same whatever order the kernel listed them in.
+        let mut survivors: Vec<(f64, u32, u32)> = found
+            .starts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let b = found.bounds_of(i);
+                (b[0].max(b[1]).max(b[2]), s, i as u32)
+            })
+            .collect();
         survivors.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         self.batch = 0;
         let mut at = 0;
         while at < survivors.len() {
             let t = self.threshold();
             let cutoff = self.cutoff.of(t);
-            let under = survivors[at..].partition_point(|&(lb, _)| lb <= cutoff);
+            let under = survivors[at..].partition_point(|&(lb, _, _)| lb <= cutoff);
             if under == 0 {
                 break;
             }
@@ -183,11 +242,9 @@ impl State {
             at += take;
         }
         // The rest pass the cutoff now: each by one of its bounds.
-        let cutoff = self.cutoff.of(self.threshold());
-        for &(_, s) in &survivors[at..] {
-            let s = s as usize;
-            let b = &bounds[s * BOUNDS_PER_START..(s + 1) * BOUNDS_PER_START];
-            let counted = pruned(b, cutoff, &mut self.stats);
+        let cutoff = self.cutoff();
+        for &(_, _, i) in &survivors[at..] {
+            let counted = pruned(found.bounds_of(i as usize), cutoff, &mut self.stats);
             debug_assert!(counted, "a survivor left passes the cutoff");
         }
         Ok(())
@@ -220,12 +277,19 @@ mod tests {
     use super::super::{plan, scan, Band, SearchOptions};
     use super::*;
     use ndarray::ArrayView2;
-    use timewarp_kernels::launch::search::{SearchLaunch, ABANDONED};
+    use timewarp_kernels::launch::search::{
+        read_tally, SearchLaunch, ABANDONED, BOUNDS_PER_START, TALLY_WORDS,
+    };
 
     /// The GPU's search with its kernels run on the host, a thread after
     /// another, in chunks of `chunk_starts` and launches of at most
-    /// `max_batch` candidates.
-    fn emulated(plan: &Plan, x: &[f64], chunk_starts: usize, max_batch: usize) -> SearchResult {
+    /// `max_batch` candidates; and the starts the bounds kernel pruned.
+    fn emulated(
+        plan: &Plan,
+        x: &[f64],
+        chunk_starts: usize,
+        max_batch: usize,
+    ) -> (SearchResult, u64) {
         let (m, d) = (plan.m, plan.dims);
         let (mut q_lower, mut q_upper) = (Vec::new(), Vec::new());
         let mut deque = VecDeque::new();
@@ -238,13 +302,12 @@ mod tests {
             &mut deque,
         );
         let mut state = State::new(plan);
-        let mut first = 0;
+        let (mut first, mut kernel_pruned) = (0, 0);
         while first < plan.starts {
             let starts = chunk_starts.min(plan.starts - first);
             let rows = starts + m - 1;
             let chunk = &x[first * d..(first + rows) * d];
             let (mut lower, mut upper) = (vec![0.0; rows * d], vec![0.0; rows * d]);
-            let mut bounds = vec![0.0; starts * BOUNDS_PER_START];
             let launch = SearchLaunch {
                 series: chunk.as_ptr(),
                 rows: rows as u64,
@@ -258,19 +321,20 @@ mod tests {
                 lower: lower.as_mut_ptr(),
                 upper: upper.as_mut_ptr(),
                 starts: starts as u64,
-                bounds: bounds.as_mut_ptr(),
+                kept: std::ptr::null_mut(),
+                bounds: std::ptr::null_mut(),
+                tally: std::ptr::null_mut(),
+                cutoff: f64::INFINITY,
                 candidates: std::ptr::null(),
                 candidate_count: 0,
-                cutoff: f64::INFINITY,
                 scratch: std::ptr::null_mut(),
                 costs: std::ptr::null_mut(),
             };
             // SAFETY: the pointers are the vectors above, of the sizes the
             // launch documents; one thread after another.
-            unsafe {
-                (0..rows * d).for_each(|i| launch.search_envelope(i as u64));
-                (0..starts).for_each(|s| launch.search_bounds(s as u64));
-            }
+            unsafe { (0..rows * d).for_each(|i| launch.search_envelope(i as u64)) };
+            let found = emulated_bounds(&launch, state.cutoff());
+            kernel_pruned += found.pruned.iter().sum::<u64>();
             let dtw = |candidates: &[u32], cutoff: f64| {
                 let n = candidates.len();
                 let mut scratch = vec![f64::NAN; n * SearchLaunch::scratch_values(m, d)];
@@ -290,10 +354,70 @@ mod tests {
                     .map(|c| (c != ABANDONED).then_some(c))
                     .collect())
             };
-            state.chunk(&bounds, (first, max_batch), dtw).unwrap();
+            state.chunk(&found, (first, max_batch), dtw).unwrap();
             first += starts;
         }
-        state.finish()
+        (state.finish(), kernel_pruned)
+    }
+
+    /// The bounds kernel of `launch` (the chunk's envelope written) at
+    /// `cutoff`, its threads one after another from the last (so that the
+    /// survivors are listed in another order than the starts), and what
+    /// the device returns of it; checked against every start's bounds (the
+    /// same kernel at an infinite cutoff, which keeps every start).
+    fn emulated_bounds(launch: &SearchLaunch, cutoff: f64) -> ChunkSurvivors {
+        let starts = launch.starts as usize;
+        let run = |cutoff: f64| {
+            let mut kept = vec![u32::MAX; starts];
+            let mut bounds = vec![f64::NAN; starts * BOUNDS_PER_START];
+            let mut tally = vec![0; TALLY_WORDS];
+            let launch = SearchLaunch {
+                kept: kept.as_mut_ptr(),
+                bounds: bounds.as_mut_ptr(),
+                tally: tally.as_mut_ptr(),
+                cutoff,
+                ..*launch
+            };
+            // SAFETY: the buffers above, of the sizes the launch documents,
+            // the tally zeroed, the envelope written; one thread after
+            // another.
+            unsafe {
+                (0..starts)
+                    .rev()
+                    .for_each(|s| launch.search_bounds(s as u64))
+            };
+            let (count, pruned) = read_tally(&tally);
+            kept.truncate(count);
+            bounds.truncate(count * BOUNDS_PER_START);
+            ChunkSurvivors {
+                starts: kept,
+                bounds,
+                pruned,
+            }
+        };
+        let found = run(cutoff);
+        let all = run(f64::INFINITY);
+        assert_eq!(all.starts.len(), starts);
+        let mut of_start = vec![[0.0; BOUNDS_PER_START]; starts];
+        for (i, &s) in all.starts.iter().enumerate() {
+            of_start[s as usize] = all.bounds_of(i);
+        }
+        let (mut pruned, mut survivors) = ([0; BOUNDS_PER_START], Vec::new());
+        for (s, &b) in of_start.iter().enumerate() {
+            match pruned_by(b, cutoff) {
+                Some(k) => pruned[k] += 1,
+                None => survivors.push(s as u32),
+            }
+        }
+        assert_eq!(found.pruned, pruned);
+        let mut listed = found.starts.clone();
+        listed.sort_unstable();
+        assert_eq!(listed, survivors);
+        for (i, &s) in found.starts.iter().enumerate() {
+            let bits = |b: [f64; BOUNDS_PER_START]| b.map(f64::to_bits);
+            assert_eq!(bits(found.bounds_of(i)), bits(of_start[s as usize]));
+        }
+        found
     }
 
     /// A random walk of `n` samples of `dims` values, with constant
@@ -351,8 +475,10 @@ mod tests {
             let series = ArrayView2::from_shape((n, dims), &x).unwrap();
             let plan = plan(query, n, dims, &options).unwrap();
             let cpu = scan::search(&plan, &series).unwrap();
-            let gpu = emulated(&plan, &x, chunk, batch);
+            let (gpu, kernel_pruned) = emulated(&plan, &x, chunk, batch);
             assert_eq!(gpu.matches, cpu.matches, "case {case}");
+            // Later chunks are pruned on the device, at a finite cutoff.
+            assert_eq!(kernel_pruned > 0, chunk < n - m + 1, "case {case}");
             assert_eq!(gpu.matches.len(), k, "case {case}");
             let s = gpu.stats;
             assert_eq!(s.candidates, (n - m + 1) as u64, "case {case}");
@@ -362,12 +488,45 @@ mod tests {
     }
 
     #[test]
+    fn chunks_are_read_ahead_in_order_up_to_the_first_non_finite_value() {
+        let (n, dims, m) = (1000, 2, 40);
+        let mut x = walk(n, dims, 3);
+        let series = ArrayView2::from_shape((n, dims), &x).unwrap();
+        let query = series.slice(ndarray::s![100..100 + m, ..]);
+        let plan = plan(query, n, dims, &SearchOptions::default()).unwrap();
+        let read = |x: &[f64]| {
+            let series = ArrayView2::from_shape((n, dims), x).unwrap();
+            let (send, chunks) = sync_channel(1);
+            std::thread::scope(|scope| {
+                let (plan, series) = (&plan, &series);
+                scope.spawn(move || read_ahead(plan, series, 300, &send));
+                chunks.into_iter().collect::<Vec<_>>()
+            })
+        };
+        let chunks = read(&x);
+        let firsts: Vec<usize> = chunks.iter().map(|c| c.as_ref().unwrap().0).collect();
+        assert_eq!(firsts, [0, 300, 600, 900]);
+        for chunk in &chunks {
+            let (first, values) = chunk.as_ref().unwrap();
+            let rows = 300.min(n - m + 1 - first) + m - 1;
+            assert_eq!(values[..], x[first * dims..(first + rows) * dims]);
+        }
+        // A NaN in the third chunk alone (and the fourth's overlap): two
+        // chunks, then its error, then nothing.
+        x[(650 * dims) + 1] = f64::NAN;
+        let chunks = read(&x);
+        assert_eq!(chunks.len(), 3);
+        let error = chunks[2].as_ref().unwrap_err().to_string();
+        assert!(error.contains("at sample 650, dimension 1"), "{error}");
+    }
+
+    #[test]
     fn a_survivor_left_when_the_threshold_falls_is_counted_by_its_bound() {
         let mut stats = PruningStats::default();
-        assert!(pruned(&[3.0, 1.0, 1.0], 2.0, &mut stats));
-        assert!(pruned(&[1.0, 3.0, 4.0], 2.0, &mut stats));
-        assert!(pruned(&[1.0, 1.0, 4.0], 2.0, &mut stats));
-        assert!(!pruned(&[1.0, 2.0, 2.0], 2.0, &mut stats));
+        assert!(pruned([3.0, 1.0, 1.0], 2.0, &mut stats));
+        assert!(pruned([1.0, 3.0, 4.0], 2.0, &mut stats));
+        assert!(pruned([1.0, 1.0, 4.0], 2.0, &mut stats));
+        assert!(!pruned([1.0, 2.0, 2.0], 2.0, &mut stats));
         assert_eq!((stats.kim, stats.keogh_query, stats.keogh_data), (1, 1, 1));
     }
 }

@@ -3,7 +3,8 @@
 //! random walks with constant stretches, several `k` and exclusion zones,
 //! bands 0, as a fraction and as a count, z-normalisation on and off,
 //! multivariate series, matches across the GPU's chunks, many chunks (a
-//! small `chunk` option), a series read from a file; the CLI's
+//! small `chunk` option: later chunks pruned and compacted on the device at
+//! a finite cutoff), a series read from a file; the CLI's
 //! `--device gpu`. Without a GPU these skip (and `Device::Gpu` is an
 //! error, checked here), unless `REQUIRE_GPU=1`.
 
@@ -74,11 +75,16 @@ fn assert_same(gpu: &SearchResult, cpu: &SearchResult, context: &str) {
     assert!(s.abandoned <= s.dtw, "{context}");
 }
 
-/// Searches `series` for `query` with `options` on both devices.
+/// Searches `series` for `query` with `options` on both devices, and on
+/// the GPU twice: the same statistics too (the survivors a chunk's bounds
+/// kernel lists, in whatever order, are sorted before their DTWs).
 fn both(query: &Array2<f64>, series: &Array2<f64>, options: SearchOptions, context: &str) {
     let cpu = subsequences(query.view(), &series.view(), &options.on(Device::Cpu)).unwrap();
     let gpu = subsequences(query.view(), &series.view(), &options.on(Device::Gpu)).unwrap();
     assert_same(&gpu, &cpu, context);
+    let again = subsequences(query.view(), &series.view(), &options.on(Device::Gpu)).unwrap();
+    assert_eq!(again.matches, gpu.matches, "{context}");
+    assert_eq!(again.stats, gpu.stats, "{context}");
 }
 
 #[test]

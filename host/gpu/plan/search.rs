@@ -4,7 +4,7 @@
 
 use crate::{Error, Result};
 use std::mem::size_of;
-use timewarp_kernels::launch::search::{SearchLaunch, BOUNDS_PER_START};
+use timewarp_kernels::launch::search::{SearchLaunch, BOUNDS_PER_START, TALLY_WORDS};
 
 /// `Device::Auto` searches on the GPU (when one is usable) from this many
 /// samples a CPU thread on: below it the CPU's cascade, on every core,
@@ -44,12 +44,14 @@ pub(crate) struct SearchShape {
 }
 
 /// Device bytes of a chunk of `starts` starts: its samples and their
-/// envelope (three values a sample and dimension), its bounds and a
-/// candidate's index a start.
+/// envelope (three values a sample and dimension), room for every start
+/// to survive (its bounds and its index), a candidate's index a start, and
+/// the bounds kernel's tally.
 pub(crate) fn chunk_bytes(starts: usize, m: usize, dims: usize) -> usize {
     let rows = starts + m - 1;
     3 * rows * dims * size_of::<f64>()
-        + starts * (BOUNDS_PER_START * size_of::<f64>() + size_of::<u32>())
+        + starts * (BOUNDS_PER_START * size_of::<f64>() + 2 * size_of::<u32>())
+        + TALLY_WORDS * size_of::<u32>()
 }
 
 /// Device bytes of a DTW launch of `batch` candidates: its scratch, its

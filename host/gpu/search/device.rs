@@ -1,8 +1,9 @@
 //! The subsequence search's device side: the query and its envelope kept
 //! on the GPU, a chunk of the series uploaded at a time, its envelope and
-//! every start's bounds computed and brought back
-//! ([`SearchDevice::bounds`]), then the DTWs of the candidates the caller
-//! keeps, launch by launch under the caller's cutoff
+//! every start's bounds computed, and only the starts that no bound
+//! prunes at the caller's cutoff brought back, with their bounds and the
+//! counts of those pruned ([`SearchDevice::bounds`]); then the DTWs of the
+//! candidates the caller keeps, launch by launch under the caller's cutoff
 //! ([`SearchDevice::dtw`]). The cascade's policy (which candidates, which
 //! threshold, the matches) is the caller's (`crate::search::gpu`); the
 //! kernels are `kernels-gpu/src/launch/search.rs`.
@@ -13,7 +14,9 @@ use crate::gpu::runtime::context::{Busy, Gpu};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr};
-use timewarp_kernels::launch::search::{SearchLaunch, ABANDONED, BOUNDS_PER_START};
+use timewarp_kernels::launch::search::{
+    read_tally, SearchLaunch, ABANDONED, BOUNDS_PER_START, TALLY_WORDS,
+};
 use timewarp_kernels::{Driver, KernelId};
 
 /// Threads a block of the search's kernels.
@@ -31,6 +34,31 @@ pub(crate) struct SearchQuery<'a> {
     pub znorm: bool,
 }
 
+/// What a chunk's bounds leave: the starts that no bound prunes at the
+/// cutoff (in no particular order), their bounds ([`BOUNDS_PER_START`] a
+/// survivor, in the same order), and the starts each bound pruned first
+/// (LB_Kim, LB_Keogh on the query's envelope, on the data's).
+#[derive(Debug, Default)]
+pub(crate) struct ChunkSurvivors {
+    pub starts: Vec<u32>,
+    pub bounds: Vec<f64>,
+    pub pruned: [u64; BOUNDS_PER_START],
+}
+
+impl ChunkSurvivors {
+    /// The bounds of survivor `i`.
+    pub fn bounds_of(&self, i: usize) -> [f64; BOUNDS_PER_START] {
+        let mut b = [0.0; BOUNDS_PER_START];
+        b.copy_from_slice(&self.bounds[i * BOUNDS_PER_START..(i + 1) * BOUNDS_PER_START]);
+        b
+    }
+
+    /// Starts of the chunk: the survivors and those pruned.
+    pub fn candidates(&self) -> u64 {
+        self.starts.len() as u64 + self.pruned.iter().sum::<u64>()
+    }
+}
+
 /// A search on one GPU, held for its whole length.
 pub(crate) struct SearchDevice<'g> {
     gpu: &'g Gpu,
@@ -43,7 +71,10 @@ pub(crate) struct SearchDevice<'g> {
     query: [CudaSlice<f64>; 3],
     /// The chunk's samples and their envelope.
     series: [CudaSlice<f64>; 3],
+    /// The survivors of a chunk's bounds: starts, bounds, the tally.
+    kept: CudaSlice<u32>,
     bounds: CudaSlice<f64>,
+    tally: CudaSlice<u32>,
     candidates: CudaSlice<u32>,
     scratch: CudaSlice<f64>,
     costs: CudaSlice<f64>,
@@ -88,9 +119,13 @@ impl<'g> SearchDevice<'g> {
         let bounds = zeros(shape.chunk_starts * BOUNDS_PER_START)?;
         let scratch = zeros(shape.max_batch * SearchLaunch::scratch_values(m, dims))?;
         let costs = zeros(shape.max_batch)?;
-        let candidates = stream
-            .alloc_zeros::<u32>(shape.max_batch)
-            .call("allocating device memory")?;
+        let words = |n: usize| {
+            stream
+                .alloc_zeros::<u32>(n)
+                .call("allocating device memory")
+        };
+        let (kept, tally) = (words(shape.chunk_starts)?, words(TALLY_WORDS)?);
+        let candidates = words(shape.max_batch)?;
         Ok(SearchDevice {
             gpu,
             _busy: busy,
@@ -101,7 +136,9 @@ impl<'g> SearchDevice<'g> {
             znorm: query.znorm,
             query: query_parts,
             series,
+            kept,
             bounds,
+            tally,
             candidates,
             scratch,
             costs,
@@ -137,10 +174,12 @@ impl<'g> SearchDevice<'g> {
             lower: at(&self.series[1]),
             upper: at(&self.series[2]),
             starts: self.starts as u64,
+            kept: self.kept.device_ptr(stream).0 as *mut u32,
             bounds: at(&self.bounds),
+            tally: self.tally.device_ptr(stream).0 as *mut u32,
+            cutoff: f64::INFINITY,
             candidates: self.candidates.device_ptr(stream).0 as *const u32,
             candidate_count: 0,
-            cutoff: f64::INFINITY,
             scratch: at(&self.scratch),
             costs: at(&self.costs),
         }
@@ -161,9 +200,10 @@ impl<'g> SearchDevice<'g> {
     }
 
     /// Uploads the chunk `x` (its starts and `m - 1` samples more, `dims`
-    /// values a sample, finite) and returns its bounds: LB_Kim, LB_Keogh
-    /// on the query's envelope and on the data's, a start after another.
-    pub fn bounds(&mut self, x: &[f64]) -> Result<Vec<f64>> {
+    /// values a sample, finite), computes every start's bounds (LB_Kim,
+    /// LB_Keogh on the query's envelope and on the data's) and returns
+    /// those that survive `cutoff`, with the counts of those pruned.
+    pub fn bounds(&mut self, x: &[f64], cutoff: f64) -> Result<ChunkSurvivors> {
         let rows = x.len() / self.dims;
         let starts = rows + 1 - self.m;
         assert!(
@@ -174,16 +214,53 @@ impl<'g> SearchDevice<'g> {
         stream
             .memcpy_htod(x, &mut self.series[0])
             .call("copying to the device")?;
+        stream
+            .memset_zeros(&mut self.tally)
+            .call("zeroing device memory")?;
         (self.rows, self.starts) = (rows, starts);
-        let launch = self.launch();
+        let launch = SearchLaunch {
+            cutoff,
+            ..self.launch()
+        };
         self.run(Driver::SearchEnvelope, launch, rows * self.dims)?;
         self.run(Driver::SearchBounds, launch, starts)?;
         wait_stream(&stream, "dtw_search_bounds_f64")?;
-        let mut bounds = vec![0.0; starts * BOUNDS_PER_START];
+        self.survivors()
+    }
+
+    /// The survivors the bounds kernel left in the chunk now on the
+    /// device: the tally, then as many starts and bounds as it counts.
+    fn survivors(&self) -> Result<ChunkSurvivors> {
+        let stream = &self.gpu.stream;
+        let mut tally = vec![0; TALLY_WORDS];
         stream
-            .memcpy_dtoh(&self.bounds.slice(..bounds.len()), &mut bounds[..])
+            .memcpy_dtoh(&self.tally, &mut tally[..])
             .call("copying to the host")?;
-        Ok(bounds)
+        let (count, pruned) = read_tally(&tally);
+        let counted = count as u64 + pruned.iter().sum::<u64>();
+        if counted != self.starts as u64 {
+            return Err(Error::GpuFailure(format!(
+                "the search's bounds counted {counted} of {} starts",
+                self.starts
+            )));
+        }
+        let mut found = ChunkSurvivors {
+            starts: vec![0; count],
+            bounds: vec![0.0; count * BOUNDS_PER_START],
+            pruned,
+        };
+        if count > 0 {
+            stream
+                .memcpy_dtoh(&self.kept.slice(..count), &mut found.starts[..])
+                .call("copying to the host")?;
+            stream
+                .memcpy_dtoh(
+                    &self.bounds.slice(..found.bounds.len()),
+                    &mut found.bounds[..],
+                )
+                .call("copying to the host")?;
+        }
+        Ok(found)
     }
 
     /// The DTW costs of `candidates` (starts of the chunk last given to

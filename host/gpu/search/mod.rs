@@ -3,9 +3,10 @@
 //!
 //! ```text
 //! device   the query on the device, a chunk at a time: its envelope and
-//!          bounds, then its candidates' DTWs, launch by launch
+//!          bounds, the survivors of a cutoff compacted, then its
+//!          candidates' DTWs, launch by launch
 //! ```
 
 mod device;
 
-pub(crate) use device::{SearchDevice, SearchQuery};
+pub(crate) use device::{ChunkSurvivors, SearchDevice, SearchQuery};

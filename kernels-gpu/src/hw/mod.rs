@@ -266,6 +266,20 @@ pub fn untagged<T: Real>(words: Tagged, tag: u32) -> Option<T> {
     }
 }
 
+/// Adds `value` to `*counter` atomically, with no ordering, and returns
+/// the count before it, so that threads adding 1 each get distinct counts
+/// (on the GPU: `atom.add.u32`, at the launch's scope). What else the
+/// threads write is ordered for the host, or a later launch of the stream,
+/// by the launch's end.
+///
+/// # Safety
+/// `counter` is valid and 4-byte aligned, and every access to it while
+/// others may add to it is atomic.
+#[inline(always)]
+pub unsafe fn add_u32(counter: *mut u32, value: u32) -> u32 {
+    AtomicU32::from_ptr(counter).fetch_add(value, Ordering::Relaxed)
+}
+
 /// `value` of lane `source`, for integers (shuffles move bits).
 ///
 /// # Safety

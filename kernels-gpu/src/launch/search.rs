@@ -5,7 +5,11 @@
 //! - `dtw_search_envelope_f64`, a thread a value: the chunk's envelope
 //!   (min and max over `[p - r, p + r]`, clipped to the chunk);
 //! - `dtw_search_bounds_f64`, a thread a start: LB_Kim, LB_Keogh on the
-//!   query's envelope and LB_Keogh on the chunk's, all three written;
+//!   query's envelope and LB_Keogh on the chunk's; a start that none of
+//!   them prunes at `cutoff` is appended to the survivors' list with its
+//!   three bounds (a slot taken by an atomic count, so in no particular
+//!   order), and a start pruned is counted for the first bound that prunes
+//!   it (the [`tally`](SearchLaunch::tally));
 //! - `dtw_search_dtw_f64`, a thread a candidate (a start the host kept):
 //!   the banded DTW, abandoned once its partial cost plus the cumulative
 //!   tail of the larger LB_Keogh passes `cutoff`.
@@ -18,12 +22,51 @@
 //! multiply-add (the compiler contracts none: the PTX has `mul.rn` and
 //! `add.rn`). A DTW that finishes is the CPU's cost bit for bit.
 
+use crate::hw::add_u32;
+
 /// Bounds written per start: LB_Kim, LB_Keogh on the query's envelope,
 /// LB_Keogh on the data's envelope, in that order.
 pub const BOUNDS_PER_START: usize = 3;
 
 /// What a DTW the kernel abandoned writes as its cost (costs are >= 0).
 pub const ABANDONED: f64 = -1.0;
+
+/// The starts pruned by each bound are counted in this many slots (a
+/// start's slot: its index modulo this), so that the atomic additions of
+/// adjacent threads go to distinct words.
+pub const TALLY_SLOTS: usize = 256;
+
+/// Words of the bounds kernel's tally: the survivors' count, then, for
+/// each bound in order, [`TALLY_SLOTS`] counts of the starts it pruned.
+pub const TALLY_WORDS: usize = 1 + BOUNDS_PER_START * TALLY_SLOTS;
+
+/// The first of a start's `bounds` (LB_Kim, LB_Keogh on the query's
+/// envelope, on the data's) above `cutoff`: the one that prunes the start
+/// and is credited with it; `None` if none is (the start survives). The
+/// host credits a survivor that a later cutoff prunes the same way.
+#[inline(always)]
+pub fn pruned_by(bounds: [f64; BOUNDS_PER_START], cutoff: f64) -> Option<usize> {
+    if bounds[0] > cutoff {
+        Some(0)
+    } else if bounds[1] > cutoff {
+        Some(1)
+    } else if bounds[2] > cutoff {
+        Some(2)
+    } else {
+        None
+    }
+}
+
+/// A tally the bounds kernel wrote ([`TALLY_WORDS`] words): the number of
+/// survivors, and the starts each bound pruned.
+pub fn read_tally(tally: &[u32]) -> (usize, [u64; BOUNDS_PER_START]) {
+    let mut pruned = [0; BOUNDS_PER_START];
+    for (b, count) in pruned.iter_mut().enumerate() {
+        let slots = &tally[1 + b * TALLY_SLOTS..1 + (b + 1) * TALLY_SLOTS];
+        *count = slots.iter().map(|&c| u64::from(c)).sum();
+    }
+    (tally[0] as usize, pruned)
+}
 
 /// The search's one kernel parameter.
 #[repr(C)]
@@ -48,16 +91,24 @@ pub struct SearchLaunch {
     pub upper: *mut f64,
     /// The chunk's starts: `rows - m + 1`.
     pub starts: u64,
-    /// `BOUNDS_PER_START` values a start.
+    /// The survivors of the bounds kernel: their starts (`kept`, room for
+    /// `starts`) and their bounds (`BOUNDS_PER_START` values a survivor,
+    /// in `kept`'s order), `tally[0]` of them; `tally` ([`TALLY_WORDS`]
+    /// words, zeroed before the launch) also counts the starts pruned by
+    /// each bound.
+    pub kept: *mut u32,
     pub bounds: *mut f64,
+    pub tally: *mut u32,
+    /// The cutoff the bounds kernel prunes at, and the DTW kernel abandons
+    /// at.
+    pub cutoff: f64,
     /// The DTW kernel's candidates (starts within the chunk), their count,
-    /// the cutoff it abandons at, its scratch
+    /// its scratch
     /// ([`SearchLaunch::scratch_values`] a candidate, interleaved:
     /// value `e` of candidate `t` at `e * candidate_count + t`) and its
     /// output (a cost a candidate, or [`ABANDONED`]).
     pub candidates: *const u32,
     pub candidate_count: u64,
-    pub cutoff: f64,
     pub scratch: *mut f64,
     pub costs: *mut f64,
 }
@@ -187,16 +238,44 @@ impl SearchLaunch {
     }
 
     /// The bounds kernel's thread `index` (a start of the chunk): its
-    /// three bounds, dimension by dimension.
+    /// three bounds; the start appended to the survivors if none of them
+    /// passes `cutoff`, else counted for the first that does.
     ///
     /// # Safety
-    /// The pointers valid as documented, the envelope written.
+    /// The pointers valid as documented, the envelope written, the tally
+    /// zeroed before the launch.
     #[inline(always)]
     pub unsafe fn search_bounds(&self, index: u64) {
         if index >= self.starts {
             return;
         }
-        let (s, m, d) = (index as usize, self.m as usize, self.dims as usize);
+        let s = index as usize;
+        let bounds = self.bounds_of(s);
+        match pruned_by(bounds, self.cutoff) {
+            Some(b) => {
+                let slot = self.tally.add(1 + b * TALLY_SLOTS + s % TALLY_SLOTS);
+                add_u32(slot, 1);
+            }
+            None => {
+                // A distinct slot of the list: at most `starts` survivors.
+                let at = add_u32(self.tally, 1) as usize;
+                *self.kept.add(at) = s as u32;
+                let out = self.bounds.add(at * BOUNDS_PER_START);
+                for (i, &bound) in bounds.iter().enumerate() {
+                    *out.add(i) = bound;
+                }
+            }
+        }
+    }
+
+    /// The three bounds of the start `s`, dimension by dimension.
+    ///
+    /// # Safety
+    /// `s < starts`, the pointers valid as documented, the envelope
+    /// written.
+    #[inline(always)]
+    unsafe fn bounds_of(&self, s: usize) -> [f64; BOUNDS_PER_START] {
+        let (m, d) = (self.m as usize, self.dims as usize);
         let (mut kim, mut on_query, mut on_data) = (0.0, 0.0, 0.0);
         for k in 0..d {
             let norm = self.norm(s, k);
@@ -213,10 +292,7 @@ impl SearchLaunch {
                 on_data += outside(*self.query.add(at), lo, up);
             }
         }
-        let out = self.bounds.add(s * BOUNDS_PER_START);
-        *out = kim;
-        *out.add(1) = on_query;
-        *out.add(2) = on_data;
+        [kim, on_query, on_data]
     }
 
     /// The DTW kernel's thread `index` (a candidate): its window
