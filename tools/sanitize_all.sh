@@ -39,7 +39,9 @@ if [[ -x .gpu/bin/timewarp ]]; then
 fi
 # run.sh links the build's root to this tree; it is the staged tests' cwd.
 bash .gpu/run.sh cmd true >/dev/null 2>&1 || true
-export REQUIRE_GPU=1 PYTHONUNBUFFERED=1 RUST_BACKTRACE=1
+# Each shard loads only the kernels its tests launch (the tool instruments
+# every kernel a process loads).
+export REQUIRE_GPU=1 PYTHONUNBUFFERED=1 RUST_BACKTRACE=1 TIMEWARP_LAZY_KERNELS=1
 
 # Every test of every binary as "binary<TAB>name<TAB>seconds".
 weights=${SANITIZE_WEIGHTS:-$out/gate-rust.log}

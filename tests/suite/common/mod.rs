@@ -109,8 +109,14 @@ pub fn on_gpu(test: &str) -> Option<Timed> {
 /// first use is compiled while its test holds the GPU, and computations
 /// spread over every GPU (the default) use each kernel on each. The
 /// second GPU's compilation is the driver's cache of the first's.
+/// `TIMEWARP_LAZY_KERNELS=1` (set by `tools/sanitize_all.sh`) leaves each
+/// kernel to its first use: a shard under a sanitizer, which instruments
+/// every kernel it loads, then loads only those its tests launch.
 fn load_kernels_once(first: &gpu::Gpu) {
     static LOADED: OnceLock<()> = OnceLock::new();
+    if std::env::var("TIMEWARP_LAZY_KERNELS").is_ok_and(|v| v == "1") {
+        return;
+    }
     LOADED.get_or_init(|| {
         use std::io::Write;
         let start = Instant::now();
