@@ -7,7 +7,7 @@ use cudarc::driver::ValidAsZeroBits;
 use ndarray::{Array1, Array2, Array3, ArrayView2, ArrayView3};
 
 /// The error for a `rows x cols` result the host cannot allocate.
-fn out_of_memory<T>(rows: usize, cols: usize) -> Error {
+pub(crate) fn out_of_memory<T>(rows: usize, cols: usize) -> Error {
     Error::OutOfMemory {
         rows,
         cols,

@@ -5,22 +5,24 @@
 use super::image_writes::{copy_threads, PARALLEL_COPY_BYTES};
 use crate::finite::check_finite_here;
 use crate::gpu::plan::matrix_tiles::Tile;
-use crate::results::{check_room, zeros};
+use crate::results::{check_room, out_of_memory, zeros};
 use crate::{Error, Float, Result};
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, ShapeBuilder};
 use rayon::prelude::*;
 use std::mem::size_of;
-use std::sync::Mutex;
+use std::ops::Range;
+use std::sync::{Mutex, OnceLock};
 
 /// The matrix the tiles' results go into, shared by the pipelines of
-/// several GPUs: no two tiles of a plan write the same values, and the
-/// lock makes each copy whole. Whether the host has room for the matrix is
-/// checked with the output, before any launch; the matrix is allocated by
-/// the first [`Output::prepare`], with the first tiles already queued,
-/// because reused memory is zeroed by the allocator, at the host's memory
-/// speed. A pipeline calls `prepare` for a tile before it waits for the
-/// tile's results: the tile's part of the matrix is written once then, so
-/// that its pages are faulted in while the GPU works.
+/// several GPUs. No two tiles of a plan write the same values (the plans'
+/// coverage tests check it), so each tile is written in place with no lock
+/// and the GPUs' pipelines copy their tiles at once. Whether the host has
+/// room for the matrix is checked with the output, before any launch; the
+/// matrix is allocated by the first [`Output::prepare`], with the first
+/// tiles already queued, because reused memory is zeroed by the allocator,
+/// at the host's memory speed. A pipeline calls `prepare` for a tile before
+/// it waits for the tile's results: the tile's part of the matrix is
+/// written once then, so that its pages are faulted in while the GPU works.
 /// Each tile's results are checked ([`crate::finite::check_finite`]) as
 /// they are copied in, on several threads for large tiles. Faulting in
 /// pages and reading the results both run at the host's memory speed:
@@ -28,14 +30,50 @@ use std::sync::Mutex;
 /// GPU idle.
 pub(crate) struct Output<T> {
     shape: (usize, usize),
-    placed: Mutex<Placed<T>>,
+    /// Allocated by the first tile prepared or placed; `None` if the host
+    /// could not.
+    matrix: OnceLock<Option<SharedMatrix<T>>>,
+    /// The first error: the allocation's, or a tile's results that failed
+    /// the check.
+    failed: Mutex<Option<Error>>,
 }
 
-struct Placed<T> {
-    /// Allocated by the first tile's [`Output::prepare`].
-    matrix: Option<Array2<T>>,
-    /// The first tile's results that failed the check.
-    failed: Option<Error>,
+/// A matrix whose disjoint blocks threads write at once, through a pointer
+/// taken when it was allocated (the array itself is read again only by
+/// [`Output::into_matrix`], which owns the output).
+struct SharedMatrix<T> {
+    matrix: Array2<T>,
+    values: *mut T,
+}
+
+// SAFETY: the pointer is the matrix's own storage, which moves with it;
+// threads write it only through `SharedMatrix::block`, whose callers
+// write disjoint blocks.
+unsafe impl<T: Send> Send for SharedMatrix<T> {}
+// SAFETY: as for `Send`; no `&` method reads or writes the values except
+// through `block`, under its contract.
+unsafe impl<T: Send + Sync> Sync for SharedMatrix<T> {}
+
+impl<T> SharedMatrix<T> {
+    fn new(mut matrix: Array2<T>) -> Self {
+        let values = matrix.as_mut_ptr();
+        SharedMatrix { matrix, values }
+    }
+
+    /// The block `rows x cols` of the matrix, to write.
+    ///
+    /// # Safety
+    /// The block lies within the matrix, and no other thread reads or
+    /// writes any of its cells while the view lives.
+    unsafe fn block(&self, rows: Range<usize>, cols: Range<usize>) -> ArrayViewMut2<'_, T> {
+        let stride = self.matrix.ncols();
+        debug_assert!(rows.end <= self.matrix.nrows() && cols.end <= stride);
+        let shape = (rows.len(), cols.len()).strides((stride, 1));
+        if rows.is_empty() || cols.is_empty() {
+            return ArrayViewMut2::from_shape_ptr(shape, self.values);
+        }
+        ArrayViewMut2::from_shape_ptr(shape, self.values.add(rows.start * stride + cols.start))
+    }
 }
 
 impl<T: Float> Output<T> {
@@ -45,25 +83,47 @@ impl<T: Float> Output<T> {
         check_room::<T>(shape.0, shape.1)?;
         Ok(Output {
             shape,
-            placed: Mutex::new(Placed {
-                matrix: None,
-                failed: None,
-            }),
+            matrix: OnceLock::new(),
+            failed: Mutex::new(None),
         })
+    }
+
+    /// The matrix, allocated by the first caller; `None` (the allocation's
+    /// error recorded) if the host could not.
+    fn matrix(&self) -> Option<&SharedMatrix<T>> {
+        self.matrix
+            .get_or_init(|| match zeros(self.shape.0, self.shape.1) {
+                Ok(matrix) => Some(SharedMatrix::new(matrix)),
+                Err(error) => {
+                    self.fail(error);
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    fn fail(&self, error: Error) {
+        self.failed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get_or_insert(error);
     }
 
     /// Writes `tile`'s part of the matrix (and its mirror's), so that the
     /// copy of its results finds the pages in memory: called while the
     /// GPU computes the tile.
     pub(crate) fn prepare(&self, tile: &Tile) -> Result<()> {
-        let mut placed = self.placed();
-        let matrix = match &mut placed.matrix {
-            Some(matrix) => matrix,
-            empty => empty.insert(zeros(self.shape.0, self.shape.1)?),
+        let Some(matrix) = self.matrix() else {
+            return Err(out_of_memory::<T>(self.shape.0, self.shape.1));
         };
-        fill_zero(matrix.slice_mut(s![tile.rows.clone(), tile.cols.clone()]));
-        if tile.mirror {
-            fill_zero(matrix.slice_mut(s![tile.cols.clone(), tile.rows.clone()]));
+        // SAFETY: the tile lies within the matrix, and no other tile of the
+        // plan has any of its cells (nor those of its mirror); its own
+        // pipeline prepares it before it places it.
+        unsafe {
+            fill_zero(matrix.block(tile.rows.clone(), tile.cols.clone()));
+            if tile.mirror {
+                fill_zero(matrix.block(tile.cols.clone(), tile.rows.clone()));
+            }
         }
         Ok(())
     }
@@ -74,61 +134,54 @@ impl<T: Float> Output<T> {
     /// each tile before placing it has nothing to overlap); where the host
     /// cannot, the output fails with that error.
     pub(crate) fn place(&self, tile: &Tile, values: &[T]) {
-        let mut placed = self.placed();
-        let Placed { matrix, failed } = &mut *placed;
-        let matrix = match matrix {
-            Some(matrix) => matrix,
-            empty => match zeros(self.shape.0, self.shape.1) {
-                Ok(allocated) => empty.insert(allocated),
-                Err(error) => {
-                    failed.get_or_insert(error);
-                    return;
-                }
-            },
+        let Some(matrix) = self.matrix() else {
+            return;
         };
-        if let Err(error) = place(&mut matrix.view_mut(), tile, values) {
-            failed.get_or_insert(error);
+        // SAFETY: as in `prepare`: the tile's cells and its mirror's are
+        // its own.
+        let placed = unsafe { place(matrix, tile, values) };
+        if let Err(error) = placed {
+            self.fail(error);
         }
     }
 
-    fn placed(&self) -> std::sync::MutexGuard<'_, Placed<T>> {
-        self.placed
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The matrix, once every tile of the plan is placed; the check's
-    /// error if a tile's results failed it.
+    /// The matrix, once every tile of the plan is placed; the first error
+    /// if the matrix could not be allocated or a tile's results failed the
+    /// check.
     pub(crate) fn into_matrix(self) -> Result<Array2<T>> {
-        let placed = self
-            .placed
+        let failed = self
+            .failed
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(error) = placed.failed {
+        if let Some(error) = failed {
             return Err(error);
         }
-        match placed.matrix {
-            Some(matrix) => Ok(matrix),
+        match self.matrix.into_inner().flatten() {
+            Some(shared) => Ok(shared.matrix),
             // No tiles: no pairs.
             None => zeros(self.shape.0, self.shape.1),
         }
     }
 }
 
-/// Copies a tile's results (row-major) into `out`, and their transpose
-/// too for a mirrored tile, checking them ([`crate::finite::check_finite`])
-/// as they are copied.
-fn place<T: Float>(out: &mut ArrayViewMut2<T>, tile: &Tile, values: &[T]) -> Result<()> {
+/// Copies a tile's results (row-major) into its block of `matrix`, and
+/// their transpose too for a mirrored tile, checking them
+/// ([`crate::finite::check_finite`]) as they are copied.
+///
+/// # Safety
+/// The tile lies within the matrix, and no other thread reads or writes
+/// its cells or its mirror's meanwhile.
+unsafe fn place<T: Float>(matrix: &SharedMatrix<T>, tile: &Tile, values: &[T]) -> Result<()> {
     let view = ArrayView2::from_shape((tile.rows.len(), tile.cols.len()), values)
         .expect("a tile's results");
     let checked = copy_into(
-        out.slice_mut(s![tile.rows.clone(), tile.cols.clone()]),
+        matrix.block(tile.rows.clone(), tile.cols.clone()),
         view,
         true,
     );
     if tile.mirror {
         copy_into(
-            out.slice_mut(s![tile.cols.clone(), tile.rows.clone()]),
+            matrix.block(tile.cols.clone(), tile.rows.clone()),
             view.t(),
             false,
         )?;
@@ -193,8 +246,7 @@ fn pieces<T>(view: &ArrayView2<T>) -> Option<(Axis, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::array;
-    use std::ops::Range;
+    use ndarray::{array, s};
 
     fn tile(rows: Range<usize>, cols: Range<usize>, mirror: bool) -> Tile {
         Tile {
