@@ -74,4 +74,5 @@ pub(crate) use plan::select::{band_width, matrix_variant, resident_variant};
 pub(crate) use plan::spread::{named, shards as plan_shards};
 pub(crate) use runtime::context::KernelParams;
 pub(crate) use runtime::several_gpus::budgets;
-pub(crate) use search::{ChunkSurvivors, SearchDevice, SearchQuery};
+pub(crate) use search::{ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
+pub(crate) use transfer::image_writes::copy_threads;

@@ -28,12 +28,15 @@ use super::bounds::sliding_envelope;
 use super::scan::Cutoff;
 use super::select::{choose, sort, Keeper};
 use super::{Match, Plan, PruningStats, SearchResult, SeriesSource};
-use crate::gpu::{search_next_batch, ChunkSurvivors, Gpu, SearchDevice, SearchQuery};
+use crate::gpu::{
+    copy_threads, search_next_batch, ChunkBuffer, ChunkSurvivors, Gpu, SearchDevice, SearchQuery,
+};
 use crate::interrupt::{self, Running};
 use crate::{Error, Result};
+use rayon::prelude::*;
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use timewarp_kernels::launch::search::pruned_by;
 
 /// The search of `plan` in `series` on `gpu`.
@@ -66,58 +69,118 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
     let mut device = SearchDevice::open(gpu, &query, (plan.starts, plan.chunk), None)?;
     let chunk_starts = device.chunk_starts();
     let mut state = State::new(plan);
-    // The next chunk is read (from a file, perhaps) and checked while the
-    // GPU and this thread search the one before.
-    std::thread::scope(|scope| {
+    // The next chunk is read (from a file, perhaps) and checked, into one
+    // of two page-locked buffers, while the GPU and this thread search the
+    // one before.
+    let buffers = [device.chunk_buffer()?, device.chunk_buffer()?];
+    let (free, emptied) = sync_channel(buffers.len());
+    for buffer in buffers {
+        free.send(buffer).expect("room for every buffer");
+    }
+    let searched = std::thread::scope(|scope| {
         let (send, chunks) = sync_channel(1);
-        scope.spawn(move || read_ahead(plan, series, chunk_starts, &send));
-        for chunk in chunks {
-            interrupt::check()?;
-            let (first, x) = chunk?;
-            let survivors = device.bounds(&x, state.cutoff())?;
-            let max_batch = device.max_batch();
-            state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
+        let reader = scope.spawn(move || read_ahead(plan, series, chunk_starts, &send, emptied));
+        let searched = (|| {
+            for chunk in chunks {
                 interrupt::check()?;
-                device.dtw(candidates, cutoff)
-            })?;
-        }
-        // An early return drops `chunks` first: the reader stops at its
-        // next chunk, and the scope waits for it.
-        Ok(())
-    })?;
+                let (first, buffer, len) = chunk?;
+                let survivors = device.bounds(&buffer, len, state.cutoff());
+                // The copy from the buffer has ended: the reader may fill it.
+                let _ = free.send(buffer);
+                let survivors = survivors?;
+                let max_batch = device.max_batch();
+                state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
+                    interrupt::check()?;
+                    device.dtw(candidates, cutoff)
+                })?;
+            }
+            Ok(())
+        })();
+        // An early return has dropped `chunks`: the reader stops at its
+        // next chunk. Its buffers come back with it.
+        drop(free);
+        let emptied = reader.join().expect("the chunk reader does not panic");
+        (searched, emptied)
+    });
+    let (searched, emptied) = searched;
+    for buffer in emptied.try_iter() {
+        device.give_back(buffer);
+    }
+    searched?;
     Ok(state.finish())
 }
 
-/// A chunk's first start and its samples (its starts and `m - 1` more).
-type Chunk = Result<(usize, Vec<f64>)>;
+/// A chunk's first start, the buffer that holds its samples (its starts
+/// and `m - 1` more) and their count of values.
+type Chunk<B> = Result<(usize, B, usize)>;
+
+/// Where the reader writes a chunk: a page-locked buffer (a plain vector
+/// in the tests).
+trait ChunkValues: Send {
+    /// Room for a whole chunk.
+    fn values_mut(&mut self) -> &mut [f64];
+}
+
+impl ChunkValues for ChunkBuffer {
+    fn values_mut(&mut self) -> &mut [f64] {
+        ChunkBuffer::values_mut(self)
+    }
+}
 
 /// Reads the chunks of `chunk_starts` starts of `series` in order, each
-/// with the `m - 1` samples after its starts, checks that their values
-/// are finite, and sends them; stops after an error (sent as the last
-/// chunk) or once the receiver hangs up.
-fn read_ahead<S: SeriesSource + ?Sized>(
+/// with the `m - 1` samples after its starts, into the buffers that come
+/// from `emptied`, checks that their values are finite, and sends them;
+/// stops after an error (sent as the last chunk), once the receiver hangs
+/// up, or once no buffer comes back. Returns `emptied`, with the buffers
+/// it holds.
+fn read_ahead<S: SeriesSource + ?Sized, B: ChunkValues>(
     plan: &Plan,
     series: &S,
     chunk_starts: usize,
-    send: &SyncSender<Chunk>,
-) {
+    send: &SyncSender<Chunk<B>>,
+    emptied: Receiver<B>,
+) -> Receiver<B> {
     let (m, d) = (plan.m, plan.dims);
     let mut first = 0;
     while first < plan.starts {
+        let Ok(mut buffer) = emptied.recv() else {
+            break;
+        };
         let starts = chunk_starts.min(plan.starts - first);
-        let mut x = Vec::new();
-        let chunk = series.read(first, starts + m - 1, &mut x).and_then(|()| {
-            match x.iter().position(|v| !v.is_finite()) {
-                Some(at) => Err(non_finite(x[at], first + at / d, at % d, d)),
-                None => Ok((first, x)),
-            }
-        });
+        let len = (starts + m - 1) * d;
+        let chunk =
+            fill(series, first, &mut buffer.values_mut()[..len]).map(|()| (first, buffer, len));
         let failed = chunk.is_err();
         if send.send(chunk).is_err() || failed {
-            return;
+            break;
         }
         first += starts;
     }
+    emptied
+}
+
+/// Samples of a chunk that one copy thread reads and checks at a time.
+const FILL_SAMPLES: usize = 1 << 16;
+
+/// Writes the samples of `series` from `first` on into `out` (a whole
+/// number of samples), on the copy threads, and checks that they are
+/// finite: the first value that is not, in order, is the error.
+fn fill<S: SeriesSource + ?Sized>(series: &S, first: usize, out: &mut [f64]) -> Result<()> {
+    let d = series.dims();
+    let pieces: Vec<Result<()>> = copy_threads().install(|| {
+        out.par_chunks_mut(FILL_SAMPLES * d)
+            .enumerate()
+            .map(|(k, piece)| {
+                let start = first + k * FILL_SAMPLES;
+                series.read_into(start, piece.len() / d, piece)?;
+                match piece.iter().position(|v| !v.is_finite()) {
+                    Some(at) => Err(non_finite(piece[at], start + at / d, at % d, d)),
+                    None => Ok(()),
+                }
+            })
+            .collect()
+    });
+    pieces.into_iter().collect()
 }
 
 /// The error of a non-finite value, as the CPU's search words it.
@@ -487,6 +550,12 @@ mod tests {
         }
     }
 
+    impl ChunkValues for Vec<f64> {
+        fn values_mut(&mut self) -> &mut [f64] {
+            self
+        }
+    }
+
     #[test]
     fn chunks_are_read_ahead_in_order_up_to_the_first_non_finite_value() {
         let (n, dims, m) = (1000, 2, 40);
@@ -494,12 +563,17 @@ mod tests {
         let series = ArrayView2::from_shape((n, dims), &x).unwrap();
         let query = series.slice(ndarray::s![100..100 + m, ..]);
         let plan = plan(query, n, dims, &SearchOptions::default()).unwrap();
+        // Every chunk in a buffer of its own (the search reuses two).
         let read = |x: &[f64]| {
             let series = ArrayView2::from_shape((n, dims), x).unwrap();
             let (send, chunks) = sync_channel(1);
+            let (free, emptied) = sync_channel(8);
+            for _ in 0..8 {
+                free.send(vec![f64::NAN; (300 + m - 1) * dims]).unwrap();
+            }
             std::thread::scope(|scope| {
                 let (plan, series) = (&plan, &series);
-                scope.spawn(move || read_ahead(plan, series, 300, &send));
+                scope.spawn(move || read_ahead(plan, series, 300, &send, emptied));
                 chunks.into_iter().collect::<Vec<_>>()
             })
         };
@@ -507,9 +581,10 @@ mod tests {
         let firsts: Vec<usize> = chunks.iter().map(|c| c.as_ref().unwrap().0).collect();
         assert_eq!(firsts, [0, 300, 600, 900]);
         for chunk in &chunks {
-            let (first, values) = chunk.as_ref().unwrap();
+            let (first, values, len) = chunk.as_ref().unwrap();
             let rows = 300.min(n - m + 1 - first) + m - 1;
-            assert_eq!(values[..], x[first * dims..(first + rows) * dims]);
+            assert_eq!(*len, rows * dims);
+            assert_eq!(values[..*len], x[first * dims..(first + rows) * dims]);
         }
         // A NaN in the third chunk alone (and the fourth's overlap): two
         // chunks, then its error, then nothing.
@@ -518,6 +593,32 @@ mod tests {
         assert_eq!(chunks.len(), 3);
         let error = chunks[2].as_ref().unwrap_err().to_string();
         assert!(error.contains("at sample 650, dimension 1"), "{error}");
+    }
+
+    #[test]
+    fn a_chunk_is_filled_in_pieces_and_the_first_non_finite_value_named() {
+        // Three pieces and a half of 2-D samples, f32 widened as read.
+        let (rows, dims) = (3 * FILL_SAMPLES + FILL_SAMPLES / 2, 2);
+        let mut x: Vec<f32> = (0..rows * dims).map(|k| (k % 1000) as f32).collect();
+        let first = 5;
+        let mut out = vec![f64::NAN; (rows - first) * dims];
+        let series = ArrayView2::from_shape((rows, dims), &x).unwrap();
+        fill(&series, first, &mut out).unwrap();
+        assert!(out
+            .iter()
+            .zip(&x[first * dims..])
+            .all(|(&o, &v)| o == f64::from(v)));
+        // Values that are not finite in the third piece and the second:
+        // the second's is named.
+        x[(first + 2 * FILL_SAMPLES + 9) * dims] = f32::INFINITY;
+        x[(first + FILL_SAMPLES + 7) * dims + 1] = f32::NAN;
+        let series = ArrayView2::from_shape((rows, dims), &x).unwrap();
+        let error = fill(&series, first, &mut out).unwrap_err().to_string();
+        let sample = first + FILL_SAMPLES + 7;
+        assert!(
+            error.contains(&format!("at sample {sample}, dimension 1")),
+            "{error}"
+        );
     }
 
     #[test]

@@ -22,6 +22,15 @@ pub trait SeriesSource: Sync {
     /// Replaces `out` with samples `start..start + count`, row-major
     /// (`count * dims()` values). The search checks that they are finite.
     fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()>;
+
+    /// Writes samples `start..start + count` into `out` (`count * dims()`
+    /// values, row-major): by default [`SeriesSource::read`] and a copy.
+    fn read_into(&self, start: usize, count: usize, out: &mut [f64]) -> Result<()> {
+        let mut values = Vec::with_capacity(out.len());
+        self.read(start, count, &mut values)?;
+        out.copy_from_slice(&values);
+        Ok(())
+    }
 }
 
 /// A univariate series.
@@ -35,6 +44,10 @@ impl SeriesSource for [f64] {
     fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()> {
         out.clear();
         out.extend_from_slice(&self[start..start + count]);
+        Ok(())
+    }
+    fn read_into(&self, start: usize, count: usize, out: &mut [f64]) -> Result<()> {
+        out.copy_from_slice(&self[start..start + count]);
         Ok(())
     }
 }
@@ -52,6 +65,12 @@ impl SeriesSource for [f32] {
         out.extend(self[start..start + count].iter().map(|&v| f64::from(v)));
         Ok(())
     }
+    fn read_into(&self, start: usize, count: usize, out: &mut [f64]) -> Result<()> {
+        for (o, &v) in out.iter_mut().zip(&self[start..start + count]) {
+            *o = f64::from(v);
+        }
+        Ok(())
+    }
 }
 
 /// `len x dims`, one row a sample.
@@ -65,6 +84,13 @@ impl SeriesSource for ArrayView2<'_, f64> {
     fn read(&self, start: usize, count: usize, out: &mut Vec<f64>) -> Result<()> {
         out.clear();
         out.extend(self.slice(ndarray::s![start..start + count, ..]).iter());
+        Ok(())
+    }
+    fn read_into(&self, start: usize, count: usize, out: &mut [f64]) -> Result<()> {
+        let rows = self.slice(ndarray::s![start..start + count, ..]);
+        for (o, &v) in out.iter_mut().zip(rows.iter()) {
+            *o = v;
+        }
         Ok(())
     }
 }
@@ -84,6 +110,13 @@ impl SeriesSource for ArrayView2<'_, f32> {
                 .iter()
                 .map(|&v| f64::from(v)),
         );
+        Ok(())
+    }
+    fn read_into(&self, start: usize, count: usize, out: &mut [f64]) -> Result<()> {
+        let rows = self.slice(ndarray::s![start..start + count, ..]);
+        for (o, &v) in out.iter_mut().zip(rows.iter()) {
+            *o = f64::from(v);
+        }
         Ok(())
     }
 }

@@ -11,9 +11,11 @@
 use crate::error::DriverCall;
 use crate::gpu::plan::search::{search_shape, SearchShape};
 use crate::gpu::runtime::context::{Busy, Gpu};
+use crate::gpu::runtime::pinned::Pinned;
 use crate::gpu::runtime::wait::wait_stream;
 use crate::{Error, Result};
 use cudarc::driver::{CudaSlice, DevicePtr};
+use std::mem::size_of;
 use timewarp_kernels::launch::search::{
     read_tally, SearchLaunch, ABANDONED, BOUNDS_PER_START, TALLY_WORDS,
 };
@@ -56,6 +58,33 @@ impl ChunkSurvivors {
     /// Starts of the chunk: the survivors and those pruned.
     pub fn candidates(&self) -> u64 {
         self.starts.len() as u64 + self.pruned.iter().sum::<u64>()
+    }
+}
+
+/// Page-locked host memory for a chunk's samples, which the bus reads at
+/// its full speed (ordinary memory goes through the driver's own staging,
+/// at a fraction of it). Taken from the GPU's kept buffers by
+/// [`SearchDevice::chunk_buffer`] and given back by
+/// [`SearchDevice::give_back`]; the only copy that reads it is
+/// [`SearchDevice::bounds`]'s, which has ended when it returns, so that
+/// whoever holds the buffer may write it.
+pub(crate) struct ChunkBuffer {
+    pinned: Pinned,
+    values: usize,
+}
+
+impl ChunkBuffer {
+    /// The buffer's values (room for a whole chunk).
+    pub fn values_mut(&mut self) -> &mut [f64] {
+        // SAFETY: no copy reads the buffer while it is held (the type's
+        // rule), and it has room for `values` f64s.
+        unsafe { self.pinned.values_mut::<f64>(self.values) }
+    }
+
+    fn values(&self, len: usize) -> &[f64] {
+        assert!(len <= self.values);
+        // SAFETY: as in `values_mut`; the caller wrote the first `len`.
+        unsafe { self.pinned.values::<f64>(len) }
     }
 }
 
@@ -157,6 +186,21 @@ impl<'g> SearchDevice<'g> {
         self.shape.max_batch
     }
 
+    /// A page-locked buffer with room for a chunk's samples.
+    pub fn chunk_buffer(&self) -> Result<ChunkBuffer> {
+        let values = (self.shape.chunk_starts + self.m - 1) * self.dims;
+        let pinned = self
+            .gpu
+            .pool
+            .take(&self.gpu.context, values * size_of::<f64>(), false)?;
+        Ok(ChunkBuffer { pinned, values })
+    }
+
+    /// Keeps `buffer` for the GPU's next calls (within the pool's limits).
+    pub fn give_back(&self, buffer: ChunkBuffer) {
+        self.gpu.pool.give_back(buffer.pinned);
+    }
+
     /// The launch parameter with this chunk's buffers, no candidates.
     fn launch(&self) -> SearchLaunch {
         let stream = &self.gpu.stream;
@@ -199,11 +243,28 @@ impl<'g> SearchDevice<'g> {
         }
     }
 
-    /// Uploads the chunk `x` (its starts and `m - 1` samples more, `dims`
-    /// values a sample, finite), computes every start's bounds (LB_Kim,
-    /// LB_Keogh on the query's envelope and on the data's) and returns
-    /// those that survive `cutoff`, with the counts of those pruned.
-    pub fn bounds(&mut self, x: &[f64], cutoff: f64) -> Result<ChunkSurvivors> {
+    /// Uploads the chunk in the first `len` values of `buffer` (its starts
+    /// and `m - 1` samples more, `dims` values a sample, finite), computes
+    /// every start's bounds (LB_Kim, LB_Keogh on the query's envelope and
+    /// on the data's) and returns those that survive `cutoff`, with the
+    /// counts of those pruned. The copy from `buffer` has ended when it
+    /// returns, with or without an error.
+    pub fn bounds(
+        &mut self,
+        buffer: &ChunkBuffer,
+        len: usize,
+        cutoff: f64,
+    ) -> Result<ChunkSurvivors> {
+        let copied = self.bounds_of(buffer.values(len), cutoff);
+        if copied.is_err() {
+            // The copy may still read the buffer: wait for it (an error
+            // here leaves the stream's own failure to report).
+            let _ = wait_stream(&self.gpu.stream, "the copy of a chunk");
+        }
+        copied
+    }
+
+    fn bounds_of(&mut self, x: &[f64], cutoff: f64) -> Result<ChunkSurvivors> {
         let rows = x.len() / self.dims;
         let starts = rows + 1 - self.m;
         assert!(

@@ -9,4 +9,4 @@
 
 mod device;
 
-pub(crate) use device::{ChunkSurvivors, SearchDevice, SearchQuery};
+pub(crate) use device::{ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
