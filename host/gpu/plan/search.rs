@@ -13,8 +13,9 @@ use timewarp_kernels::launch::search::{SearchLaunch, BOUNDS_PER_START, TALLY_WOR
 pub(crate) const AUTO_SAMPLES_PER_THREAD: usize = 1 << 21;
 
 /// A chunk on the GPU holds this many of the options' units of starts
-/// (`SearchOptions::chunk`, default 2^14: 2^20 starts a chunk).
-pub(crate) const UNITS_PER_CHUNK: usize = 64;
+/// (`SearchOptions::chunk`, default 2^14: 2^21 starts a chunk, whose
+/// page-locked buffer of a univariate series the GPU keeps between calls).
+pub(crate) const UNITS_PER_CHUNK: usize = 128;
 
 /// The first DTW launch of a chunk: few candidates, the lowest bounds, so
 /// that the threshold is tight before the many; each next launch takes
