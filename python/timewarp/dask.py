@@ -462,21 +462,34 @@ def _blocks(count: int, size: int) -> List[Tuple[int, int]]:
 
 
 def _layered(
-    name: str, tasks: Dict[Any, Any], costs: Dict[Any, int], data: Dict[Any, Any]
+    name: str,
+    tasks: Dict[Any, Any],
+    costs: Dict[Any, int],
+    data: Dict[Any, Any],
+    collections: Sequence[Any] = (),
 ) -> HighLevelGraph:
     """A graph of two layers: `data` (the blocks, see `_placed`) and, named
     `name`, the `tasks`, annotated with the `costs` of those that compute
-    (`_annotations`). Dask's low-level fusion (``optimization.fuse.active``,
+    (`_annotations`); with the layers of the dask `collections` the tasks
+    also read. Dask's low-level fusion (``optimization.fuse.active``,
     on by default for arrays) rebuilds the graph without its layers' annotations:
     with it off (or ``optimize_graph=False``) they reach the scheduler."""
     data_name = f"{name}-data"
-    return HighLevelGraph(
-        {
-            data_name: MaterializedLayer(data),
-            name: MaterializedLayer(tasks, annotations=_annotations(costs)),
-        },
-        {data_name: set(), name: {data_name}},
-    )
+    layers: Dict[str, Any] = {}
+    dependencies: Dict[str, Any] = {}
+    below = {data_name}
+    for collection in collections:
+        graph = collection.__dask_graph__()
+        if not isinstance(graph, HighLevelGraph):
+            graph = HighLevelGraph.from_collections(collection.name, graph)
+        layers.update(graph.layers)
+        dependencies.update(graph.dependencies)
+        below.update(collection.__dask_layers__())
+    layers[data_name] = MaterializedLayer(data)
+    layers[name] = MaterializedLayer(tasks, annotations=_annotations(costs))
+    dependencies[data_name] = set()
+    dependencies[name] = below
+    return HighLevelGraph(layers, dependencies)
 
 
 def _placed(parts: Sequence[Any], name: str) -> Tuple[Dict[Any, Any], List[Any]]:
