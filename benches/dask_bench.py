@@ -1,10 +1,11 @@
 """timewarp.dask on one host: the first task of a worker against its later
 ones (the GPU opened and the kernels loaded once per worker process), and
-the scaling of `cdist` and `knn` from 1 to N workers, one GPU each.
+the scaling of `cdist`, `knn` and `search` from 1 to N workers, one GPU each.
 
     python benches/dask_bench.py                      # 1, 2, 4, ... up to the GPUs found
     python benches/dask_bench.py --workers 1,2,4,8 --series 16384 --length 512
-    python benches/dask_bench.py --device cpu --series 256 --length 64 --queries 32   # a smoke run
+    python benches/dask_bench.py --device cpu --series 256 --length 64 --queries 32 \
+        --search-points 100000   # a smoke run
 
 Each worker is a process of its own (a distributed Nanny) with one thread
 and CUDA_VISIBLE_DEVICES set to its GPU, so timewarp's GPU 0 is that GPU
@@ -14,8 +15,10 @@ stays on the workers, as when it is stored; dask's low-level fusion off,
 so that the tiles' costs and priorities reach the scheduler), with one
 block size for every worker count (the rule's for the most workers), so
 that the sums of different worker counts must be equal bit for bit; `knn`
-with the default blocks (one shard per worker). Prints one line per
-measurement.
+with the default blocks (one shard per worker); `search` of a query of
+128 cut from a random walk of 10^7 points (float64, plus noise of standard
+deviation 0.1), band 0.05, the default pieces (4 a worker). Prints one line
+per measurement.
 """
 
 from __future__ import annotations
@@ -89,7 +92,15 @@ def main() -> None:
     )
     parser.add_argument("--length", type=int, default=512)
     parser.add_argument("--queries", type=int, default=1024, help="knn queries")
-    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--k", type=int, default=10, help="k of knn and search")
+    parser.add_argument(
+        "--search-points",
+        type=int,
+        default=10**7,
+        help="length of the walk searched (0: no search)",
+    )
+    parser.add_argument("--search-query", type=int, default=128)
+    parser.add_argument("--search-band", type=float, default=0.05)
     parser.add_argument("--metric", default="dtw")
     parser.add_argument("--device", default="auto")
     parser.add_argument(
@@ -118,6 +129,10 @@ def main() -> None:
         np.float32
     )
     warm = data[: args.warm_block]
+    walk = np.cumsum(rng.normal(size=args.search_points))
+    middle = args.search_points // 2
+    query = walk[middle : middle + args.search_query]
+    query = query + 0.1 * rng.normal(size=len(query))
     block = twd.block_rule(
         args.series,
         args.series,
@@ -132,7 +147,8 @@ def main() -> None:
     print(
         f"GPUs: {gpus}; workers {counts}; cdist {args.series} x {args.series} (symmetric) "
         f"of length {args.length}, block {block}; knn {args.queries} queries, k = {args.k}; "
-        f"metric {args.metric}, float32, device {args.device}",
+        f"metric {args.metric}, float32, device {args.device}; search of {len(query)} "
+        f"in {args.search_points} points, band {args.search_band}, k = {args.k}",
         flush=True,
     )
     baseline: dict = {}
@@ -173,6 +189,19 @@ def main() -> None:
             start = time.perf_counter()
             indices, _ = twd.knn(queries, data, k=args.k, client=client, **params)
             knn_s = time.perf_counter() - start
+
+            search_s, found = 0.0, None
+            if args.search_points:
+                start = time.perf_counter()
+                found = twd.search(
+                    query,
+                    walk,
+                    band=args.search_band,
+                    k=args.k,
+                    device=args.device,
+                    client=client,
+                )
+                search_s = time.perf_counter() - start
         finally:
             client.close()
             spec.close()
@@ -182,15 +211,28 @@ def main() -> None:
                 "knn": knn_s,
                 "sums": sums,
                 "indices": indices,
+                "search": search_s,
+                "found": found,
             }
         same = np.array_equal(sums, baseline["sums"]) and np.array_equal(
             indices, baseline["indices"]
         )
+        if found is not None:
+            same = same and all(
+                np.array_equal(a, b) for a, b in zip(found[:2], baseline["found"][:2])
+            )
         print(
             f"[{workers} workers] cdist {cdist_s:.2f} s ({cells_cdist / cdist_s / 1e9:.4g} GCUPS, "
             f"x{baseline['cdist'] / cdist_s:.2f} of 1st count); knn {knn_s:.2f} s "
             f"({cells_knn / knn_s / 1e9:.4g} GCUPS, x{baseline['knn'] / knn_s:.2f}); "
-            f"results equal to the first count's bit for bit: {same}",
+            + (
+                f"search {search_s:.2f} s ({args.search_points / search_s:.3g} points "
+                f"a second, x{baseline['search'] / search_s:.2f}; best {found[0][0]} at "
+                f"{found[1][0]:.6g}); "
+                if found is not None
+                else ""
+            )
+            + f"results equal to the first count's bit for bit: {same}",
             flush=True,
         )
 

@@ -43,6 +43,18 @@ def _query_and_series(query: Any, series: Any, what: str) -> tuple[np.ndarray, n
     return q, _inputs.cast(prepared_series, dtype)[0]
 
 
+def _check_k_and_exclusion(k: Any, exclusion: Any) -> None:
+    """`search`'s first checks (also `timewarp.dask.search`'s)."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k = {k!r}: at least one match")
+    if exclusion is not None and (
+        isinstance(exclusion, (bool, np.bool_))
+        or not isinstance(exclusion, (int, np.integer))
+        or exclusion < 0
+    ):
+        raise InputError(f"exclusion = {exclusion!r}: a number of samples >= 0")
+
+
 def search(
     query: Any,
     series: Any,
@@ -72,14 +84,7 @@ def search(
     distances, bit for bit); ``"auto"`` does from 2**20 samples on when a
     GPU is usable.
     """
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k = {k!r}: at least one match")
-    if exclusion is not None and (
-        isinstance(exclusion, (bool, np.bool_))
-        or not isinstance(exclusion, (int, np.integer))
-        or exclusion < 0
-    ):
-        raise InputError(f"exclusion = {exclusion!r}: a number of samples >= 0")
+    _check_k_and_exclusion(k, exclusion)
     q, s = _query_and_series(query, series, "search")
     value, is_radius = _band(band)
     return _ext.search(q, s, value, is_radius, int(k), bool(znorm),

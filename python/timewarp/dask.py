@@ -1,9 +1,11 @@
-"""Distance matrices and k-nearest neighbours over a Dask cluster.
+"""Distance matrices, k-nearest neighbours and subsequence search over a
+Dask cluster.
 
     >>> from distributed import Client
     >>> client = Client("tcp://scheduler:8786")  # or Client() for a local cluster
     >>> d = timewarp.dask.cdist(x, metric="dtw")  # a dask.array.Array of tiles
     >>> d.compute()                                # == timewarp.cdist(x)
+    >>> timewarp.dask.search(query, long_series)  # == timewarp.search(query, long_series)
 
 Each task computes one tile with `timewarp.cdist` on its worker (on that
 worker's GPU 0 under ``device="auto"``, which is the worker's own GPU when
@@ -14,7 +16,11 @@ lost); the tasks refer to them. The blocks are sized so that the tiles'
 cost (in cells) shares out evenly over the workers, and each computing
 task carries its cost to the scheduler (annotations: ``timewarp_cells``,
 and a ``priority`` that starts the costliest first). docs/dask.md has the
-block rule, what moves over the network and the fault behaviour.
+block rule, what moves over the network and the fault behaviour. `search`
+cuts a long series (a numpy array, a memory map, a dask array) into
+overlapping pieces, a task each, and chooses the matches again over what
+the pieces return: the single call's matches, bit for bit (the scheme is
+at "search" below).
 
 Needs ``pip install "dask[array]" distributed`` (distributed for clusters;
 without a client the work runs on dask's local threaded scheduler).
@@ -22,11 +28,13 @@ without a client the work runs on dask's local threaded scheduler).
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -38,11 +46,11 @@ try:
 except ImportError as error:  # pragma: no cover - exercised without dask
     raise ImportError('timewarp.dask needs Dask: pip install "dask[array]" distributed') from error
 
-from . import _core, _inputs
+from . import _core, _inputs, _search
 from . import _timewarp as _ext
 from ._errors import InputError
 
-__all__ = ["block_rule", "cdist", "knn"]
+__all__ = ["block_rule", "cdist", "knn", "search"]
 
 # ---- The block rule --------------------------------------------------------
 #
@@ -462,21 +470,34 @@ def _blocks(count: int, size: int) -> List[Tuple[int, int]]:
 
 
 def _layered(
-    name: str, tasks: Dict[Any, Any], costs: Dict[Any, int], data: Dict[Any, Any]
+    name: str,
+    tasks: Dict[Any, Any],
+    costs: Dict[Any, int],
+    data: Dict[Any, Any],
+    collections: Sequence[Any] = (),
 ) -> HighLevelGraph:
     """A graph of two layers: `data` (the blocks, see `_placed`) and, named
     `name`, the `tasks`, annotated with the `costs` of those that compute
-    (`_annotations`). Dask's low-level fusion (``optimization.fuse.active``,
+    (`_annotations`); with the layers of the dask `collections` the tasks
+    also read. Dask's low-level fusion (``optimization.fuse.active``,
     on by default for arrays) rebuilds the graph without its layers' annotations:
     with it off (or ``optimize_graph=False``) they reach the scheduler."""
     data_name = f"{name}-data"
-    return HighLevelGraph(
-        {
-            data_name: MaterializedLayer(data),
-            name: MaterializedLayer(tasks, annotations=_annotations(costs)),
-        },
-        {data_name: set(), name: {data_name}},
-    )
+    layers: Dict[str, Any] = {}
+    dependencies: Dict[str, Any] = {}
+    below = {data_name}
+    for collection in collections:
+        graph = collection.__dask_graph__()
+        if not isinstance(graph, HighLevelGraph):
+            graph = HighLevelGraph.from_collections(collection.name, graph)
+        layers.update(graph.layers)
+        dependencies.update(graph.dependencies)
+        below.update(collection.__dask_layers__())
+    layers[data_name] = MaterializedLayer(data)
+    layers[name] = MaterializedLayer(tasks, annotations=_annotations(costs))
+    dependencies[data_name] = set()
+    dependencies[name] = below
+    return HighLevelGraph(layers, dependencies)
 
 
 def _placed(parts: Sequence[Any], name: str) -> Tuple[Dict[Any, Any], List[Any]]:
@@ -787,3 +808,415 @@ def knn(
     indices = np.concatenate([r[0] for r in results], axis=0)
     distances = np.concatenate([r[1] for r in results], axis=0)
     return indices, distances
+
+
+# ---- search ------------------------------------------------------------------
+#
+# The series is cut into pieces of consecutive starts; each piece is sent
+# with the m - 1 samples after its last start, so consecutive pieces overlap
+# by m - 1 samples and every start lies whole in exactly one piece. A
+# start's cost does not depend on the piece it is searched in (its window's
+# own two-pass z-normalisation, then the DTW, which an early abandon only
+# skips), so the costs are the single call's.
+#
+# The matches are the greedy choice over all starts ordered by (cost,
+# start), each at least `e` (the exclusion) from those before. The greedy
+# never looks past its last match, so choosing again over any set of starts
+# that holds every start up to the last match gives the same matches. Each
+# piece sends its best starts in that order, with no exclusion, up to its
+# k-th witness: the k-th pick of the same greedy with the zone 2 e - 1 over
+# the piece (all its starts if it has fewer than k). Witnesses are 2 e - 1
+# apart, and a match's zone (2 e - 1 consecutive starts) holds at most one
+# of them, so after j < k matches one witness of every piece is still
+# free: every match comes no later than any piece's k-th witness, and
+# every start up to the last match is sent (the single call's threshold
+# rests on the same witnesses, host/search/select.rs). A piece asks the
+# library for its best `keep` starts and finds its witnesses among them
+# (the greedy over a prefix is the greedy over all up to the prefix's end),
+# asking again for 4 times more if they are not all there. A witness
+# rejects at most the 4 e - 4 starts within 2 e - 2 of it, so the first
+# (k - 1) (4 e - 3) + 1 starts always hold k witnesses (`_most_needed`): at
+# most log4 of that over the first ask more calls. The first ask
+# (`_first_ask`) covers what random walks need, 2 to 30 starts a match.
+#
+# The pieces return distances (the square roots of the costs), and two
+# costs 1 ulp apart may have one square root: where starts of different
+# pieces have equal distances, their order by cost is asked of the library
+# (`_order_ties`). Within a piece the order is the returned one.
+
+#: Pieces a worker gets by default: a slow or lost worker then costs a
+#: fraction of its share.
+SEARCH_CHUNKS_PER_WORKER = 4
+#: Starts a piece holds at least by default (2^20: tens of milliseconds of
+#: search on a few cores, far above a task's scheduling).
+MIN_SEARCH_STARTS = 2**20
+
+
+def _most_needed(k: int, exclusion: int) -> int:
+    """The best starts of a piece that always hold its k witnesses (above)."""
+    if exclusion <= 1:
+        return k
+    return (k - 1) * (4 * exclusion - 3) + 1
+
+
+def _first_ask(k: int, exclusion: int, m: int) -> int:
+    """The best starts a piece asks for first: `k` when any two starts may
+    both be matches, else ``k * max(4, m // 8)`` (at most `_most_needed`).
+    Random walks put the k-th witness at 2 to 5 k for m = 64 and 128, up
+    to 30 k for m = 512."""
+    if exclusion <= 1:
+        return k
+    return min(k * max(4, m // 8), _most_needed(k, exclusion))
+
+
+def _near(taken: List[int], start: int, zone: int) -> bool:
+    """Whether `start` is within `zone` (exclusive) of a start of `taken`
+    (sorted); a zone <= 1 only excludes a start itself."""
+    at = bisect.bisect_left(taken, start)
+    if at < len(taken) and taken[at] - start < max(zone, 1):
+        return True
+    return at > 0 and start - taken[at - 1] < max(zone, 1)
+
+
+def _witnesses(starts: Sequence[int], k: int, exclusion: int) -> Optional[int]:
+    """How many of `starts` (best first) run up to the k-th witness (the
+    greedy's k-th pick with the zone 2 e - 1), or None if they hold fewer."""
+    zone = 2 * exclusion - 1
+    taken: List[int] = []
+    for index, start in enumerate(starts):
+        if _near(taken, start, zone):
+            continue
+        bisect.insort(taken, start)
+        if len(taken) == k:
+            return index + 1
+    return None
+
+
+class _NonFinite(NamedTuple):
+    """Where a piece's first non-finite value is (ordered by place)."""
+
+    sample: int  # in the whole series
+    dimension: int
+    value: float
+    dims: int
+
+
+def _first_non_finite(piece: np.ndarray, offset: int) -> Optional[_NonFinite]:
+    values = np.asarray(piece)
+    flat = values.reshape(values.shape[0], -1)
+    bad = ~np.isfinite(flat)
+    if not bad.any():
+        return None
+    sample, dimension = divmod(int(np.argmax(bad.reshape(-1))), flat.shape[1])
+    value = float(flat[sample, dimension])
+    return _NonFinite(offset + sample, dimension, value, flat.shape[1])
+
+
+def _non_finite_error(found: _NonFinite) -> InputError:
+    """The single call's error for the series' first non-finite value."""
+    sample, dimension, value, dims = found
+    text = "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    where = f", dimension {dimension}" if dims > 1 else ""
+    return InputError(
+        f"invalid input: the series has a non-finite value ({text}) at sample {sample}{where}"
+    )
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A task of `search`: `timewarp.search` on one piece (its starts and
+    the m - 1 samples after them, given as consecutive blocks) with no
+    exclusion, its best starts up to its k-th witness (above), by (cost,
+    start), made global, with the statistics of the call they come from.
+    A piece with a non-finite value returns its first (`_NonFinite`)
+    rather than raising, so that the call can name the series' first."""
+
+    band: Any
+    k: int
+    exclusion: int
+    first_ask: int
+    znorm: bool
+    device: str
+
+    def __call__(self, query: np.ndarray, offset: int, length: int, *blocks: Any) -> Any:
+        piece = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+        piece = piece[:length]
+        most = _most_needed(self.k, self.exclusion)
+        keep = self.first_ask
+        while True:
+            try:
+                starts, distances, stats = _search.search(
+                    query, piece, self.band, keep, self.znorm, 0, self.device
+                )
+            except InputError:
+                found = _first_non_finite(piece, offset)
+                if found is None:
+                    raise
+                return found
+            end = _witnesses(starts.tolist(), self.k, self.exclusion)
+            if end is None and len(starts) == keep and keep < most:
+                keep = min(4 * keep, most)
+                continue
+            end = len(starts) if end is None else end
+            return starts[:end] + offset, distances[:end], stats
+
+
+def _search_query(query: Any) -> np.ndarray:
+    """The query as `timewarp.search` reads it: float64 ``(m, dims)``."""
+    prepared = _inputs.series(query, "query")
+    if prepared.origin.kind == "torch" and prepared.origin.torch_device.type != "cpu":
+        raise InputError("query: search takes CPU tensors (it runs on the CPU)")
+    return _inputs.cast(prepared, np.dtype(np.float64))[0]
+
+
+def _search_series(series: Any) -> Any:
+    """A dask array as it is, anything else as a numpy ``(length, dims)``
+    view in its own dtype (a memory map stays one: pieces are read when
+    they are sent)."""
+    if isinstance(series, da.Array):
+        if any(isinstance(size, float) and math.isnan(size) for size in series.shape):
+            raise InputError(
+                "series: a dask array of unknown length (call its compute_chunk_sizes() first)"
+            )
+        return series
+    prepared = _inputs.series(series, "series")
+    if prepared.origin.kind == "torch" and prepared.origin.torch_device.type != "cpu":
+        raise InputError("series: search takes CPU tensors (it runs on the CPU)")
+    return prepared.data[0]
+
+
+@dataclass
+class _Pieces:
+    """How `search`'s tasks get their pieces: graph `data` (a numpy
+    series' pieces), `tasks` that cut blocks, each piece's `blocks` (keys,
+    in order) and the dask `collections` the keys come from."""
+
+    data: Dict[Any, Any]
+    tasks: Dict[Any, Any]
+    blocks: List[List[Any]]
+    collections: List[Any]
+
+
+def _search_pieces(series: Any, m: int, bounds: List[Tuple[int, int]], name: str) -> _Pieces:
+    """A numpy series' pieces are data of the graph (views until they are
+    sent); a dask array is rechunked at the pieces' first starts, and each
+    piece is its chunk and the first m - 1 samples of those after it (cut
+    by tasks where they are, so that only those samples move)."""
+    if not isinstance(series, da.Array):
+        pieces = [series[first : stop + m - 1] for first, stop in bounds]
+        data, keys = _placed(pieces, f"{name}-piece")
+        return _Pieces(data, {}, [[key] for key in keys], [])
+    length = series.shape[0]
+    sizes = [stop - first for first, stop in bounds[:-1]] + [length - bounds[-1][0]]
+    axes: Dict[int, Any] = {0: tuple(sizes)}
+    if series.ndim == 2:
+        axes[1] = -1
+    rechunked = series.rechunk(axes)
+
+    def chunk(index: int) -> Any:
+        return (rechunked.name, index) if series.ndim == 1 else (rechunked.name, index, 0)
+
+    entries: Dict[Any, Any] = {}
+    blocks = []
+    for index in range(len(bounds)):
+        keys = [chunk(index)]
+        needed, after = (m - 1 if index + 1 < len(bounds) else 0), index + 1
+        while needed > 0:
+            head = (f"{name}-head", after)
+            entries[head] = (_head, chunk(after), m - 1)
+            keys.append(head)
+            needed -= min(sizes[after], m - 1)
+            after += 1
+        blocks.append(keys)
+    return _Pieces({}, entries, blocks, [rechunked])
+
+
+def _head(block: np.ndarray, count: int) -> np.ndarray:
+    return block[:count]
+
+
+def _windows(series: Any, starts: Sequence[int], m: int, client: Any) -> np.ndarray:
+    """The windows at `starts`, one after the other."""
+    parts = [series[start : start + m] for start in starts]
+    if not isinstance(series, da.Array):
+        return np.concatenate(parts)
+    joined = da.concatenate(parts)
+    if client is None:
+        return np.asarray(joined.compute(scheduler="threads"))
+    return np.asarray(client.compute(joined).result())
+
+
+#: A start that a piece returned: (distance, start, piece, rank in the piece).
+_Entry = Tuple[float, int, int, int]
+
+
+def _order_ties(
+    group: List[_Entry],
+    series: Any,
+    client: Any,
+    query: np.ndarray,
+    band: Any,
+    znorm: bool,
+) -> List[_Entry]:
+    """Starts of several pieces at one distance, in the order of their
+    costs, then starts: the library searches their windows laid end to end
+    (in the order of their starts) for every start, with no exclusion, and
+    the windows' own starts come back in that order (a window's cost is
+    its own wherever it is searched)."""
+    m = query.shape[0]
+    starts = sorted(entry[1] for entry in group)
+    joined = _windows(series, starts, m, client)
+    found, distances, _ = _search.search(query, joined, band, len(joined) - m + 1, znorm, 0, "cpu")
+    order = [
+        (start // m, d) for start, d in zip(found.tolist(), distances.tolist()) if start % m == 0
+    ]
+    if len(order) != len(starts) or any(d != group[0][0] for _, d in order):
+        raise RuntimeError(
+            "timewarp.dask.search: a window's distance changed with its context "
+            f"(starts {starts}): please report this"
+        )
+    by_start = {entry[1]: entry for entry in group}
+    return [by_start[starts[index]] for index, _ in order]
+
+
+def _choose(
+    parts: Sequence[Tuple[np.ndarray, np.ndarray, Any]],
+    k: int,
+    exclusion: int,
+    order_ties: Callable[[List[_Entry]], List[_Entry]],
+) -> Tuple[List[int], List[float]]:
+    """The greedy choice over the pieces' starts (`search`): ordered by
+    distance, then start, except that equal distances are ordered by cost
+    (a piece's own in its order, several pieces' by `order_ties`); each
+    pick at least `exclusion` from those before (<= 1: any two starts)."""
+    entries = [
+        (distance, start, piece, rank)
+        for piece, (starts, distances, _) in enumerate(parts)
+        for rank, (start, distance) in enumerate(zip(starts.tolist(), distances.tolist()))
+    ]
+    entries.sort(key=lambda entry: (entry[0], entry[1]))
+    starts: List[int] = []
+    distances: List[float] = []
+    taken: List[int] = []
+    first = 0
+    while first < len(entries) and len(starts) < k:
+        last = first + 1
+        while last < len(entries) and entries[last][0] == entries[first][0]:
+            last += 1
+        group = entries[first:last]
+        if len({entry[2] for entry in group}) > 1:
+            group = order_ties(group)
+        else:
+            group.sort(key=lambda entry: entry[3])
+        for distance, start, _, _ in group:
+            if len(starts) == k:
+                break
+            if _near(taken, start, exclusion):
+                continue
+            bisect.insort(taken, start)
+            starts.append(start)
+            distances.append(distance)
+        first = last
+    return starts, distances
+
+
+def search(
+    query: Any,
+    series: Any,
+    band: Any = 0.05,
+    k: int = 1,
+    znorm: bool = True,
+    exclusion: Optional[int] = None,
+    device: str = "auto",
+    *,
+    client: Any = None,
+    chunk: Optional[int] = None,
+    retries: int = 2,
+) -> Tuple[np.ndarray, np.ndarray, Dict[str, int]]:
+    """`timewarp.search` over the workers: the `k` best matches of `query`
+    in `series`, ``(starts, distances, stats)``, the same starts and
+    distances as ``timewarp.search(query, series, band, k, znorm,
+    exclusion, device)``, bit for bit.
+
+    `series`: a dask array ``(length,)`` or ``(length, dims)``, or what
+    `timewarp.search` takes (a numpy array, a memory map, a CPU tensor). It
+    is cut into pieces of `chunk` samples (default: `SEARCH_CHUNKS_PER_WORKER`
+    pieces a worker, at least `MIN_SEARCH_STARTS` starts each) that overlap
+    by ``m - 1``, so each start is searched in exactly one; each task runs
+    `timewarp.search` on its piece (``device`` resolved there: under
+    ``"auto"`` the library's rule on the piece's length) and returns its
+    best starts, and the matches are chosen again over them here
+    (docs/dask.md, "search", says why that is the single call's choice).
+    `stats`: ``candidates``, ``kim``, ``keogh_query``, ``keogh_data``,
+    ``dtw``, ``abandoned`` summed over the pieces (``candidates`` is every
+    start, as the single call's; the others depend on the pieces'
+    thresholds), ``radius`` and ``exclusion`` as the single call's.
+    `client`, `retries`: as `knn`'s. Bad input raises what
+    `timewarp.search` raises, before any work is sent, but a non-finite
+    value of the series, which the tasks find (the error names the first
+    one's place in the whole series).
+    """
+    _search._check_k_and_exclusion(k, exclusion)
+    if isinstance(retries, bool) or not isinstance(retries, (int, np.integer)) or retries < 0:
+        raise InputError(f"retries = {retries!r}: must be an integer >= 0")
+    q = _search_query(query)
+    m = q.shape[0]
+    source = _search_series(series)
+    shape = tuple(source.shape)
+    length = int(shape[0]) if shape else 0
+    # The library checks the rest (the query's length and values, the
+    # dimensions, the band) on a series of zeros shaped as this one.
+    probe = np.zeros((min(m, length),) + shape[1:] if shape else (), dtype=source.dtype)
+    _, _, checked = _search.search(q, probe, band, k, znorm, exclusion, "cpu")
+    device = _check_device(device)
+    client = _client(client)
+
+    starts = length - m + 1
+    if chunk is None:
+        workers = 1 if client is None else max(len(client.nthreads()), 1)
+        per_piece = max(math.ceil(starts / (SEARCH_CHUNKS_PER_WORKER * workers)), MIN_SEARCH_STARTS)
+    elif isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < m:
+        raise InputError(
+            f"chunk = {chunk!r}: the samples a task searches, at least the query's ({m})"
+        )
+    else:
+        per_piece = int(chunk) - m + 1
+    bounds = [(first, min(first + per_piece, starts)) for first in range(0, starts, per_piece)]
+    e, radius = int(checked["exclusion"]), int(checked["radius"])
+
+    token = uuid.uuid4().hex
+    name = f"timewarp-search-{token}"
+    pieces = _search_pieces(source, m, bounds, name)
+    data, query_refs = _placed([q], f"{name}-query")
+    data.update(pieces.data)
+    task = _Piece(band, int(k), e, _first_ask(int(k), e, m), bool(znorm), device)
+    tasks: Dict[Any, Any] = dict(pieces.tasks)
+    costs: Dict[Any, int] = {}
+    outputs = []
+    for index, (first, stop) in enumerate(bounds):
+        key = (name, index)
+        tasks[key] = (task, query_refs[0], first, stop - first + m - 1, *pieces.blocks[index])
+        # The cells of every start's banded DTW: a bound (most are pruned).
+        costs[key] = (stop - first) * m * (2 * radius + 1)
+        outputs.append(key)
+    graph = _layered(name, tasks, costs, data, pieces.collections)
+    if client is None:
+        results = dask.threaded.get(dict(graph), outputs)
+    else:
+        results = client.get(graph, outputs, retries=int(retries), sync=True)
+
+    bad = [result for result in results if isinstance(result, _NonFinite)]
+    if bad:
+        raise _non_finite_error(min(bad))
+
+    order_ties = functools.partial(
+        _order_ties, series=source, client=client, query=q, band=band, znorm=bool(znorm)
+    )
+    found, distances = _choose(results, int(k), e, order_ties)
+    stats = {
+        key: sum(int(result[2][key]) for result in results)
+        for key in checked
+        if key not in ("radius", "exclusion")
+    }
+    stats["radius"], stats["exclusion"] = radius, e
+    return np.asarray(found, dtype=np.int64), np.asarray(distances, dtype=np.float64), stats
