@@ -81,8 +81,8 @@ def search(
     ``keogh_query``, ``keogh_data``, ``dtw``, ``abandoned``, ``radius``,
     ``exclusion``). float32 series are searched as they are (widened unit
     by unit). ``device="gpu"`` searches on the GPU (the same matches and
-    distances, bit for bit); ``"auto"`` does from 2**20 samples on when a
-    GPU is usable.
+    distances, bit for bit); ``"auto"`` does from 2**21 samples for each
+    CPU thread on, when a GPU is usable.
     """
     _check_k_and_exclusion(k, exclusion)
     q, s = _query_and_series(query, series, "search")
