@@ -31,9 +31,17 @@ pub(crate) struct OnGpus<T> {
     dims: usize,
     lengths: (usize, usize),
     total_samples: usize,
+    /// The largest `|v|` of its values (for the k-NN's bounds: whether a
+    /// distance might overflow).
+    largest: f64,
 }
 
 impl<T: Float> OnGpus<T> {
+    /// The largest `|v|` of its values.
+    pub(crate) fn largest(&self) -> f64 {
+        self.largest
+    }
+
     /// The parts as a call reads them.
     pub(crate) fn parts(&self) -> ResidentParts<'_, T> {
         ResidentParts {
@@ -236,5 +244,6 @@ fn upload_to_gpus<T: Float>(set: &SeriesSet<T>, options: &ComputeOptions) -> Res
         dims: set.dims(),
         lengths: (set.min_len(), set.max_len()),
         total_samples: set.total_samples(),
+        largest: crate::search::whole::largest_magnitude(set),
     })
 }

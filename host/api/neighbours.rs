@@ -2,10 +2,10 @@
 //! banded DTW on the CPU with lower bounds (`crate::search::whole`), else
 //! with only a block of the distance matrix in memory at a time.
 
-use super::matrix::distance_matrix_resident;
+use super::matrix::{distance_matrix_resident, resident_matrix_variant};
 use crate::resident::Storage;
 use crate::results::zeros;
-use crate::search::{whole, PruningStats};
+use crate::search::{gpu_knn, whole, PruningStats};
 use crate::{ComputeOptions, Error, Float, Metric, ResidentSet, Result, SeriesSet};
 use ndarray::{Array2, ArrayView1};
 use rayon::prelude::*;
@@ -73,8 +73,10 @@ fn check_k(k: usize, size: usize) -> Result<()> {
 }
 
 /// The neighbours by the lower bounds, where they apply: DTW with a band
-/// narrower than the series, a database on the host, the CPU, bounds not
-/// turned off, distances that cannot overflow ([`whole::slack`]).
+/// narrower than the series, bounds not turned off, distances that cannot
+/// overflow ([`whole::slack`]); a database on the host (the CPU's cascade)
+/// or on one GPU (`search::gpu_knn`: the bounds on the GPU, the
+/// survivors' distances by the brute force's pair kernel).
 fn with_bounds<T: Float>(
     queries: &SeriesSet<T>,
     database: &ResidentSet<T>,
@@ -82,27 +84,39 @@ fn with_bounds<T: Float>(
     metric: Metric,
     options: &ComputeOptions,
 ) -> Result<Option<Neighbours<T>>> {
-    let (Metric::Dtw(dtw), Storage::Host(set)) = (metric, &database.storage) else {
+    let Metric::Dtw(dtw) = metric else {
         return Ok(None);
     };
     let Some(radius) = dtw.band() else {
         return Ok(None);
     };
     // The brute force's errors first: dimensions, a device that disagrees.
-    if queries.dims() != set.dims() {
+    if queries.dims() != database.dims() {
         return Err(Error::DimensionMismatch {
             first: queries.dims(),
-            second: set.dims(),
+            second: database.dims(),
         });
     }
     database.backend(options.device)?;
     if options.brute_force {
         return Ok(None);
     }
-    let Some(slack) = whole::slack(queries, set, radius) else {
-        return Ok(None);
+    let found = match &database.storage {
+        Storage::Host(set) => {
+            let Some(slack) = whole::slack(queries, set, radius) else {
+                return Ok(None);
+            };
+            whole::nearest(queries, set, k, radius, slack)?
+        }
+        Storage::Gpu(set) => {
+            let variant = resident_matrix_variant(options)?;
+            let how = (variant, options.gpu_memory_budget);
+            match gpu_knn::nearest(queries, set, (k, radius), how, KNN_BLOCK_VALUES)? {
+                Some(found) => found,
+                None => return Ok(None),
+            }
+        }
     };
-    let found = whole::nearest(queries, set, k, radius, slack)?;
     Ok(Some(Neighbours {
         indices: found.indices,
         distances: found.distances,

@@ -15,18 +15,23 @@
 //!            uploads and resident sets, page-locked batches, the matrix
 //!            that results come back into
 //! launch     the launches several operations share: the stencil launch,
-//!            the pipelined launch of one long pair
+//!            the pipelined launch of one long pair, a pair kernel as the
+//!            matrices choose it and its launches over pairs on the device
 //! matrix     distance matrices with every variant (api::distance_matrix)
 //! paired     paired Soft-DTW values and gradients (api::soft_dtw_pairs*)
 //! paths      last columns and expected alignments (api::paths)
 //! search     the subsequence search's chunks, bounds and DTWs
 //!            (search::subsequences on the GPU)
+//! neighbours the k-NN's bounds, survivors and their distances by the
+//!            brute force's pair kernel (api::nearest_neighbours)
 //! ```
 //!
-//! `matrix`, `paired`, `paths` and `search` depend on none of each other.
+//! `matrix`, `paired`, `paths`, `search` and `neighbours` depend on none
+//! of each other.
 
 mod launch;
 mod matrix;
+mod neighbours;
 mod paired;
 mod paths;
 mod plan;
@@ -59,6 +64,7 @@ pub(crate) mod internals {
 }
 
 pub(crate) use matrix::{matrix, matrix_resident, upload_range, ResidentParts};
+pub(crate) use neighbours::{KnnDevice, KnnQueries, PairSurvivors};
 pub(crate) use paired::{
     output_len, paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
     paired_on_device, paired_value_variant, paired_values_resident, paired_values_spread,

@@ -43,6 +43,7 @@ mod cascade;
 mod dtw;
 mod file;
 mod gpu;
+pub(crate) mod gpu_knn;
 mod kept;
 mod pruned;
 mod scan;

@@ -71,21 +71,34 @@ pub(crate) fn slack<T: Float>(
     database: &SeriesSet<T>,
     radius: usize,
 ) -> Option<Slack> {
-    let (q_len, c_len) = (queries.max_len(), database.max_len());
     let dims = queries.dims();
+    let largest = largest_magnitude(queries).max(largest_magnitude(database));
+    slack_of::<T>(
+        (queries.max_len(), database.max_len(), dims),
+        radius,
+        largest,
+    )
+}
+
+/// [`slack`] from the longest query (`q_len`), the longest database series
+/// (`c_len`), the dimensions and the largest `|v|` of both sets.
+pub(crate) fn slack_of<T: Float>(
+    (q_len, c_len, dims): (usize, usize, usize),
+    radius: usize,
+    largest: f64,
+) -> Option<Slack> {
     if radius.saturating_add(1) >= q_len.max(c_len) {
         return None;
     }
     let slack = Slack::new::<T>(q_len, c_len, dims)?;
     // No pair's DTW (nor any of its cells) is above `path x dims x (2
     // max|v|)^2`, a path having at most `q_len + c_len - 1` cells.
-    let largest = largest_magnitude(queries).max(largest_magnitude(database));
     let worst = (q_len + c_len) as f64 * dims as f64 * (2.0 * largest).powi(2);
     (worst * 1.01 < T::MAX.to_f64() / 2.0).then_some(slack)
 }
 
 /// The largest `|v|` of a set's values.
-fn largest_magnitude<T: Float>(set: &SeriesSet<T>) -> f64 {
+pub(crate) fn largest_magnitude<T: Float>(set: &SeriesSet<T>) -> f64 {
     let (values, _, _) = set.parts();
     values
         .par_chunks(1 << 16)

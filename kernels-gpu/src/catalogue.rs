@@ -22,7 +22,9 @@
 //! are DTW's and `f64` only: `dtw_search_envelope_f64`,
 //! `dtw_search_bounds_f64` and `dtw_search_dtw_f64`. They are in
 //! [`KernelId::all`] but not in [`drivers`], which lists the drivers that
-//! compute pairs.
+//! compute pairs. So are the k-NN's bounds kernels ([`knn_table!`],
+//! `launch::neighbours`), DTW's in both precisions: `dtw_knn_envelope_<t>`,
+//! `dtw_knn_bounds_<t>` and `dtw_knn_gather_<t>`.
 
 use crate::measures::Measure;
 use crate::Precision;
@@ -86,6 +88,12 @@ pub enum Driver {
     /// The subsequence search: the banded DTW of a candidate, a thread a
     /// candidate, early abandoned.
     SearchDtw,
+    /// The k-NN's bounds: the database's envelopes, a thread a value.
+    KnnEnvelope,
+    /// The k-NN's bounds: LB_Kim and LB_Keogh both ways, a thread a pair.
+    KnnBounds,
+    /// The k-NN's survivors gathered into batches, a thread a sample.
+    KnnGather,
 }
 
 impl Driver {
@@ -111,6 +119,15 @@ impl Driver {
         matches!(
             self,
             Driver::SearchEnvelope | Driver::SearchBounds | Driver::SearchDtw
+        )
+    }
+
+    /// Whether the driver is one of the k-NN's bounds kernels (DTW's, in
+    /// both precisions).
+    pub const fn is_knn(self) -> bool {
+        matches!(
+            self,
+            Driver::KnnEnvelope | Driver::KnnBounds | Driver::KnnGather
         )
     }
 }
@@ -142,6 +159,9 @@ impl fmt::Display for Driver {
             Driver::SearchEnvelope => f.write_str("search_envelope"),
             Driver::SearchBounds => f.write_str("search_bounds"),
             Driver::SearchDtw => f.write_str("search_dtw"),
+            Driver::KnnEnvelope => f.write_str("knn_envelope"),
+            Driver::KnnBounds => f.write_str("knn_bounds"),
+            Driver::KnnGather => f.write_str("knn_gather"),
         }
     }
 }
@@ -190,11 +210,27 @@ impl KernelId {
         }
     }
 
+    /// The k-NN's bounds kernel of `driver` (one of [`Driver::is_knn`])
+    /// in `precision`.
+    pub const fn knn(driver: Driver, precision: Precision) -> Self {
+        KernelId {
+            measure: Measure::Dtw,
+            driver,
+            univariate: false,
+            precision,
+        }
+    }
+
     /// Every kernel of the catalogue.
     pub fn all() -> impl Iterator<Item = KernelId> {
         let search = SEARCH_DRIVERS
             .iter()
             .map(|&driver| KernelId::search(driver));
+        let knn = Precision::ALL.into_iter().flat_map(|precision| {
+            KNN_DRIVERS
+                .iter()
+                .map(move |&driver| KernelId::knn(driver, precision))
+        });
         FAMILIES
             .iter()
             .flat_map(|&(measure, driver)| {
@@ -213,6 +249,7 @@ impl KernelId {
                 })
             })
             .chain(search)
+            .chain(knn)
     }
 
     /// Whether the catalogue has this kernel.
@@ -268,6 +305,16 @@ macro_rules! search_table {
 }
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use search_table;
+
+/// The k-NN's bounds kernels (DTW's, both precisions), for the catalogue
+/// and the entry points alike.
+macro_rules! knn_table {
+    ($then:ident) => {
+        $then! { knn_envelope, knn_bounds, knn_gather }
+    };
+}
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use knn_table;
 
 macro_rules! measure_of {
     (dtw) => {
@@ -359,6 +406,15 @@ macro_rules! driver_of {
     (search_dtw) => {
         Driver::SearchDtw
     };
+    (knn_envelope) => {
+        Driver::KnnEnvelope
+    };
+    (knn_bounds) => {
+        Driver::KnnBounds
+    };
+    (knn_gather) => {
+        Driver::KnnGather
+    };
 }
 
 macro_rules! families {
@@ -380,3 +436,12 @@ macro_rules! search_drivers {
 }
 
 search_table!(search_drivers);
+
+macro_rules! knn_drivers {
+    ($( $driver:ident ),*) => {
+        /// The drivers of [`knn_table!`], in its order.
+        const KNN_DRIVERS: &[Driver] = &[ $( driver_of!($driver), )* ];
+    };
+}
+
+knn_table!(knn_drivers);

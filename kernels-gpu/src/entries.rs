@@ -14,6 +14,7 @@ use crate::hw::nvptx::{
 };
 use crate::hw::{Grid, ThreadBlock};
 use crate::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
+use crate::launch::neighbours::{GatherLaunch, KnnLaunch};
 use crate::launch::pairs::{PairsLaunch, StencilLaunch};
 use crate::launch::search::SearchLaunch;
 use crate::launch::streamed::StreamedLaunch;
@@ -216,6 +217,33 @@ macro_rules! search_entry_points {
 }
 
 crate::catalogue::search_table!(search_entry_points);
+
+/// The launch type of a k-NN bounds kernel.
+macro_rules! knn_launch {
+    (knn_gather $t:ty) => {
+        GatherLaunch<$t>
+    };
+    ($driver:ident $t:ty) => {
+        KnnLaunch<$t>
+    };
+}
+
+/// The k-NN's bounds entry points, `dtw_<driver>_<t>`: a thread an item
+/// of the launch (each method checks its index against its count).
+macro_rules! knn_entry_points {
+    ($( $driver:ident ),*) => {
+        $(
+            entry!(concat!("dtw_", stringify!($driver), "_f32"), launch: knn_launch!($driver f32), {
+                launch.$driver(global_thread());
+            });
+            entry!(concat!("dtw_", stringify!($driver), "_f64"), launch: knn_launch!($driver f64), {
+                launch.$driver(global_thread());
+            });
+        )*
+    };
+}
+
+crate::catalogue::knn_table!(knn_entry_points);
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -35,6 +35,7 @@ const GPU_FOLDERS: &[(&str, &[&str])] = &[
     ("paired", &["launch", "transfer", "runtime", "plan"]),
     ("paths", &["launch", "transfer", "runtime", "plan"]),
     ("search", &["launch", "transfer", "runtime", "plan"]),
+    ("neighbours", &["launch", "transfer", "runtime", "plan"]),
 ];
 
 /// The modules outside `host/gpu/` that the GPU runtime may depend on: the

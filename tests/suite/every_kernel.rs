@@ -153,6 +153,8 @@ fn matrix_kernels(rng: &mut StdRng, dims: usize) {
                 | Driver::Alignment => {}
                 // Not pair drivers (not listed by `drivers`): `search_kernels`.
                 Driver::SearchEnvelope | Driver::SearchBounds | Driver::SearchDtw => {}
+                // The k-NN's bounds kernels: `knn_kernels`.
+                Driver::KnnEnvelope | Driver::KnnBounds | Driver::KnnGather => {}
             }
         }
     }
@@ -305,6 +307,18 @@ fn search_kernels() {
     }
 }
 
+/// The k-NN's bounds kernels, both precisions: the bounded k-NN on the
+/// GPU gives the brute force's neighbours, bit for bit (more in
+/// `knn_gpu`).
+fn knn_kernels() {
+    crate::knn_gpu::bounded_equals_brute_force_both_precisions();
+    for precision in Precision::ALL {
+        for driver in [Driver::KnnEnvelope, Driver::KnnBounds, Driver::KnnGather] {
+            assert_launched(KernelId::knn(driver, precision), "k-NN");
+        }
+    }
+}
+
 #[test]
 fn gpu_every_kernel_matches_the_oracle() {
     let Some(_timed) = on_gpu("every_kernel::gpu_every_kernel_matches_the_oracle") else {
@@ -316,6 +330,7 @@ fn gpu_every_kernel_matches_the_oracle() {
         paired_kernels(&mut rng, dims);
     }
     search_kernels();
+    knn_kernels();
     let used: BTreeSet<KernelId> = internals::kernels_used().into_iter().collect();
     let missing: Vec<String> = KernelId::all()
         .filter(|id| !used.contains(id))

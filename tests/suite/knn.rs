@@ -28,7 +28,7 @@ fn cpu(brute_force: bool) -> ComputeOptions {
 /// height `6 + eta` over `[a, b]` (rising for the bell, falling for the
 /// funnel) plus unit noise, `a` in `[len/8, len/4]`, `b - a` in `[len/4,
 /// 3 len/4]`.
-fn cbf(rng: &mut StdRng, len: usize, shape: usize) -> Vec<f64> {
+pub(crate) fn cbf(rng: &mut StdRng, len: usize, shape: usize) -> Vec<f64> {
     let a = rng.random_range(len as f64 / 8.0..=len as f64 / 4.0);
     let b = a + rng.random_range(len as f64 / 4.0..=3.0 * len as f64 / 4.0);
     let height = 6.0 + rng.sample::<f64, _>(StandardNormal);
@@ -48,7 +48,7 @@ fn cbf(rng: &mut StdRng, len: usize, shape: usize) -> Vec<f64> {
 
 /// `count` CBF series of `dims` dimensions (each dimension its own), of
 /// lengths drawn from `lengths`, times `scale`.
-fn cbf_set<T: Float>(
+pub(crate) fn cbf_set<T: Float>(
     rng: &mut StdRng,
     count: usize,
     lengths: std::ops::RangeInclusive<usize>,

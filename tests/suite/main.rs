@@ -32,6 +32,7 @@ mod drivers;
 mod errors;
 mod every_kernel;
 mod knn;
+mod knn_gpu;
 mod lockstep;
 mod long_pairs;
 mod matrix;

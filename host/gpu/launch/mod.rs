@@ -7,9 +7,12 @@
 //!
 //! ```text
 //! stencil         the stencil launch's arguments and shared memory (no CUDA)
+//! pair_kernel     a pair kernel as the matrices choose it, and its launches
+//!                 over pairs on the device
 //! pipelined_pair  one long pair already on the device: its value, or its
 //!                 matrix's last row
 //! ```
 
+pub(super) mod pair_kernel;
 pub(super) mod pipelined_pair;
 pub(super) mod stencil;

@@ -16,15 +16,16 @@
 //! longest series, not on the chunks, so streamed and resident results
 //! agree bit for bit however the work is cut.
 
-use super::tile_pipeline::{Operand, PairKernel, Pipeline};
+use super::tile_pipeline::{Operand, Pipeline};
 use super::workers::{run_plan, Worker};
+use crate::gpu::launch::pair_kernel::pair_kernel;
 use crate::gpu::plan::blocks::{spread_caps, spread_plan, Cells};
 use crate::gpu::plan::layout::image_bytes;
 use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
 use crate::gpu::plan::matrix_tiles::{resident_plan, streamed_plan, Caps, Side, Sizes};
-use crate::gpu::plan::select::{band_width, local_kernel, shared_threads, warp_kernel};
+use crate::gpu::plan::select::band_width;
 use crate::gpu::plan::spread::each;
-use crate::gpu::runtime::context::{Gpu, KernelParams, DEFAULT_SHARED_BYTES};
+use crate::gpu::runtime::context::{Gpu, KernelParams};
 use crate::gpu::runtime::several_gpus::hold;
 use crate::gpu::transfer::matrix_output::Output;
 use crate::gpu::transfer::uploads::DeviceSeriesSet;
@@ -32,84 +33,6 @@ use crate::{Error, Float, Result, SeriesSet, Variant};
 use ndarray::Array2;
 use std::mem::size_of;
 use std::ops::Range;
-use timewarp_kernels::{Driver, KernelId};
-
-/// Threads per block of the pair kernels but `shared` (4 warps).
-const THREADS_PER_BLOCK: u32 = 128;
-
-/// The kernel of `variant` (naive, warp, local or shared) for `pairs`
-/// pairs of series up to `a_len` and `b_len` samples of `dims` dimensions,
-/// in a band of up to `band_width` diagonals if any, loaded, and how to
-/// launch it.
-fn pair_kernel<T: Float, P: KernelParams<T>>(
-    gpu: &Gpu,
-    variant: Variant,
-    (a_len, b_len): (usize, usize),
-    dims: usize,
-    band_width: Option<usize>,
-    pairs: usize,
-) -> Result<PairKernel> {
-    let (measure, precision) = (P::MEASURE, T::PRECISION);
-    let row_len = a_len.max(b_len) + 1;
-    let kernel = |id: KernelId, threads_per_pair: usize, workspace_per_pair: usize| {
-        Ok(PairKernel {
-            function: gpu.function(id)?,
-            threads_per_pair: threads_per_pair as u32,
-            row_len,
-            workspace_per_pair,
-            threads_per_block: THREADS_PER_BLOCK,
-            shared_bytes: 0,
-        })
-    };
-    match variant {
-        Variant::Naive => {
-            let id = KernelId::new(measure, Driver::Naive, false, precision);
-            kernel(id, 1, 2 * row_len)
-        }
-        Variant::Local => kernel(local_kernel(measure, precision, b_len)?, 1, 0),
-        Variant::Shared => shared_kernel::<T>(
-            gpu,
-            KernelId::new(measure, Driver::Shared, false, precision),
-            row_len,
-        ),
-        Variant::Warp => {
-            let occupancy = (pairs, gpu.schedulers()?);
-            let lengths = (a_len, b_len);
-            let warp = warp_kernel(measure, precision, lengths, dims, band_width, occupancy);
-            kernel(warp.id, warp.lanes, warp.workspace_per_pair)
-        }
-        other => Err(Error::InvalidInput(format!(
-            "GPU variant {other} does not run through the pair pipeline"
-        ))),
-    }
-}
-
-/// The `shared` kernel `id` with rows of `row_len` values: a block of
-/// threads whose rows (`threads * 2 * row_len` values) fit its shared
-/// memory, opting in to more than the default when even 32 threads' rows
-/// need it; an error when one thread's rows exceed what a block may have.
-fn shared_kernel<T: Float>(gpu: &Gpu, id: KernelId, row_len: usize) -> Result<PairKernel> {
-    let bytes_per_thread = 2 * row_len * size_of::<T>();
-    let opt_in = gpu.max_shared_bytes()?;
-    let (threads, _) =
-        shared_threads(bytes_per_thread, DEFAULT_SHARED_BYTES, opt_in).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "the shared GPU variant keeps two rows of {row_len} values per thread in \
-                 shared memory, {bytes_per_thread} bytes, over the {opt_in} a block of this \
-                 GPU may have; use the warp, naive or tiled variant"
-            ))
-        })?;
-    let shared_bytes = threads as usize * bytes_per_thread;
-    let (function, _) = gpu.function_with_shared(id, shared_bytes)?;
-    Ok(PairKernel {
-        function,
-        threads_per_pair: 1,
-        row_len,
-        workspace_per_pair: 0,
-        threads_per_block: threads,
-        shared_bytes: shared_bytes as u32,
-    })
-}
 
 /// Every series of `a` against every series of `b`, or the upper
 /// triangle of `a` against itself, with a naive or warp kernel,

@@ -13,6 +13,7 @@
 //! offsets: its values are copied to the device straight from the batch.
 
 use crate::error::DriverCall;
+pub(crate) use crate::gpu::launch::pair_kernel::PairKernel;
 use crate::gpu::plan::matrix_tiles::STAGING_BYTES;
 use crate::gpu::plan::matrix_tiles::{Side, Sizes, Tile, Upload};
 use crate::gpu::runtime::context::{poison_bytes, Gpu};
@@ -24,7 +25,7 @@ use crate::gpu::transfer::uploads::DeviceImage;
 use crate::interrupt;
 use crate::{Float, Result, SeriesSet};
 use cudarc::driver::{
-    result as driver, sys, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    result as driver, sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
 };
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -33,22 +34,6 @@ use std::sync::Arc;
 use timewarp_kernels::launch::pairs::PairsLaunch;
 use timewarp_kernels::launch::{tile_pairs, Numbering};
 use timewarp_kernels::SetRef;
-
-/// A loaded pair kernel (naive, warp, local or shared) and what its
-/// launches need.
-pub(crate) struct PairKernel {
-    pub function: CudaFunction,
-    /// 1 (naive, local, shared) or the lanes of a warp or sub-warp.
-    pub threads_per_pair: u32,
-    /// `PairsLaunch::row_len`.
-    pub row_len: usize,
-    /// Workspace values per pair; 0 for none.
-    pub workspace_per_pair: usize,
-    /// Threads of a block.
-    pub threads_per_block: u32,
-    /// Dynamic shared memory of a block, in bytes.
-    pub shared_bytes: u32,
-}
 
 /// An operand of the tiles: series on the device, or a host batch whose
 /// ranges are staged tile by tile.

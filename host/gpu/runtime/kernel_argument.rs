@@ -3,6 +3,7 @@
 
 use cudarc::driver::DeviceRepr;
 use timewarp_kernels::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunch};
+use timewarp_kernels::launch::neighbours::{GatherLaunch, KnnLaunch};
 use timewarp_kernels::launch::pairs::{PairsLaunch, StencilLaunch};
 use timewarp_kernels::launch::search::SearchLaunch;
 use timewarp_kernels::launch::streamed::StreamedLaunch;
@@ -33,3 +34,10 @@ kernel_arguments!(
 // SAFETY: `SearchLaunch` is `#[repr(C)]` and `Copy`, laid out alike by the
 // host and the nvptx64 compiler (one definition, 64-bit pointers on both).
 unsafe impl DeviceRepr for KernelArgument<SearchLaunch> {}
+
+// SAFETY: the k-NN's launch structs are `#[repr(C)]` and `Copy`, laid out
+// alike by the host and the nvptx64 compiler (one definition, 64-bit
+// pointers on both).
+unsafe impl<T: Copy> DeviceRepr for KernelArgument<KnnLaunch<T>> {}
+// SAFETY: as above.
+unsafe impl<T: Copy> DeviceRepr for KernelArgument<GatherLaunch<T>> {}

@@ -5,6 +5,7 @@
 //! search's kernels share [`search::SearchLaunch`].
 
 pub mod long_pair;
+pub mod neighbours;
 pub mod pairs;
 pub mod search;
 pub mod streamed;
