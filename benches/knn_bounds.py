@@ -1,4 +1,6 @@
-"""k-NN under banded DTW on the CPU: the lower bounds (LB_Kim, LB_Keogh
+"""k-NN under banded DTW on the CPU or the GPU (`--device gpu`: the
+database resident on one GPU, the bounds on the GPU and the survivors'
+distances by the GPU brute force's own kernel): the lower bounds (LB_Kim, LB_Keogh
 both ways, the DTW abandoned against each query's k-th best) against the
 brute force (every distance, `brute_force=True`), with the results checked
 equal: the same indices and the same distances bit for bit.
@@ -11,6 +13,7 @@ float64. The database and the queries are drawn apart (one seed each).
 
     python benches/knn_bounds.py                                  # 2^16 and 2^18 series
     python benches/knn_bounds.py --sizes 1048576 --no-brute-over 262144
+    python benches/knn_bounds.py --device gpu --sizes 1048576 --repeat 3 --brute-repeat 3
 
 Each size prints one JSON line: the times of the bounds and of the brute
 force (each the best of `--repeat` and `--brute-repeat` calls, after a
@@ -72,6 +75,7 @@ def main() -> None:
     parser.add_argument("--no-brute-over", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=3, help="calls with bounds, best taken")
     parser.add_argument("--brute-repeat", type=int, default=1, help="calls by brute force")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     args = parser.parse_args()
     radius = int(args.band * args.length)
     queries, _ = cbf(np.random.default_rng(1), args.queries, args.length)
@@ -79,7 +83,7 @@ def main() -> None:
     small, small_labels = cbf(np.random.default_rng(3), 512, args.length)
     for brute_force in (False, True):
         warm = timewarp.KNeighborsClassifier(
-            n_neighbors=args.k, band=radius, device="cpu", brute_force=brute_force
+            n_neighbors=args.k, band=radius, device=args.device, brute_force=brute_force
         ).fit(small, small_labels)
         warm.kneighbors(queries)
     for size in (int(s) for s in args.sizes.split(",")):
@@ -90,11 +94,12 @@ def main() -> None:
             "radius": radius,
             "queries": args.queries,
             "k": args.k,
+            "device": args.device,
             "threads": os.cpu_count(),
             "load_before": os.getloadavg()[0],
         }
         model = timewarp.KNeighborsClassifier(
-            n_neighbors=args.k, band=radius, device="cpu"
+            n_neighbors=args.k, band=radius, device=args.device
         ).fit(database, labels)
         bounds_s, distances, indices = timed_neighbours(model, queries, args.repeat)
         record["bounds_s"] = round(bounds_s, 4)

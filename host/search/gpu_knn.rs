@@ -63,8 +63,9 @@ pub(crate) trait PairDevice<T> {
 /// `block_values / set.len` (the brute force's blocks, whose pair kernel
 /// each block's distances take), with the pair kernel of `variant`, within
 /// `memory_budget`; `None` where the bounds do not apply: a set on several
-/// GPUs (the brute force spreads over them all), or values for which
-/// [`slack_of`] gives none.
+/// GPUs (the brute force spreads over them all), values for which
+/// [`slack_of`] gives none, a memory budget that holds no chunk of the
+/// bounds.
 pub(crate) fn nearest<T: Float>(
     queries: &SeriesSet<T>,
     set: &OnGpus<T>,
@@ -109,13 +110,11 @@ pub(crate) fn nearest<T: Float>(
             upper: &upper,
             exact,
         };
-        let mut device = KnnDevice::open(
-            gpu,
-            database,
-            &block_queries,
-            (radius, variant),
-            memory_budget,
-        )?;
+        let how = (radius, variant);
+        let Some(mut device) = KnnDevice::open(gpu, database, &block_queries, how, memory_budget)?
+        else {
+            return Ok(None);
+        };
         let found = block(&mut device, (end - start, size, k), slack, &mut stats)?;
         drop(device);
         for (offset, mut kept) in found.into_iter().enumerate() {

@@ -89,3 +89,32 @@ def test_knn_keeps_the_training_set_on_the_gpu(gpu):
 def test_info_lists_the_gpu(gpu):
     info = timewarp.info()
     assert info["gpus"] and info["gpus"][0]["usable"]
+
+
+@pytest.mark.parametrize("precision", ["float64", "float32"])
+def test_knn_lower_bounds_on_the_gpu_equal_its_brute_force(gpu, precision):
+    """Banded DTW on a resident GPU database: the bounds (on the GPU) and
+    the GPU's brute force give the same neighbours and the same bits."""
+    from timewarp import KNeighborsClassifier
+
+    t = np.arange(96)
+    base = np.where((t > 20) & (t < 60), 6.0, 0.0)
+    train = base * RNG.uniform(0.5, 1.5, size=(2000, 1)) + RNG.normal(size=(2000, 96))
+    train[1500] = train[7]  # a tie: the lower index first
+    labels = np.arange(2000) % 3
+    queries = base * RNG.uniform(0.5, 1.5, size=(9, 1)) + RNG.normal(size=(9, 96))
+    results = {}
+    for brute_force in (False, True):
+        model = KNeighborsClassifier(
+            n_neighbors=5, band=9, device="gpu", precision=precision, brute_force=brute_force
+        ).fit(train, labels)
+        distances, indices = model.kneighbors(queries)
+        results[brute_force] = (distances, indices, model.pruning_)
+    (bounded_d, bounded_i, pruning), (brute_d, brute_i, brute_pruning) = results[False], results[True]
+    np.testing.assert_array_equal(bounded_i, brute_i)
+    assert bounded_d.tobytes() == brute_d.tobytes()
+    assert brute_pruning is None
+    assert pruning["candidates"] == 9 * 2000
+    skipped = pruning["kim"] + pruning["keogh_query"] + pruning["keogh_data"]
+    assert skipped + pruning["dtw"] == pruning["candidates"]
+    assert skipped > 0

@@ -109,14 +109,16 @@ impl<'g, T: Float> KnnDevice<'g, T> {
     /// Opens the k-NN of `queries` against `database` (on `gpu`) under
     /// DTW with a band of `radius`, with the pair kernel `variant` gives
     /// for this block against the whole database, within
-    /// `memory_budget` (or 3/4 of the free memory).
+    /// `memory_budget` (or 3/4 of the free memory); `None` where that
+    /// budget holds no chunk or batch (the brute force then computes, in
+    /// tiles as small as it needs).
     pub fn open(
         gpu: &'g Gpu,
         database: &DeviceSeriesSet<T>,
         queries: &KnnQueries<T>,
         (radius, variant): (usize, Variant),
         memory_budget: Option<usize>,
-    ) -> Result<Self> {
+    ) -> Result<Option<Self>> {
         let (busy, budget) = gpu.begin(memory_budget)?;
         let dims = database.dims();
         let count = queries.offsets.len() - 1;
@@ -150,11 +152,7 @@ impl<'g, T: Float> KnnDevice<'g, T> {
         let per_pair = 2 * longest * dims * t + 2 * (4 + 8) + t + kernel.workspace_per_pair * t;
         let max_batch = (budget / 4 / per_pair.max(1)).min(MAX_BATCH_PAIRS);
         if max_chunk == 0 || max_batch == 0 {
-            return Err(Error::gpu_memory(format!(
-                "the k-NN's bounds need {} bytes of device memory a series and {per_pair} a \
-                 pair, over the {budget} available",
-                per_series
-            )));
+            return Ok(None);
         }
         let stream = &gpu.stream;
         let copy = |values: &[f64]| stream.clone_htod(values).call("copying to the device");
@@ -198,7 +196,7 @@ impl<'g, T: Float> KnnDevice<'g, T> {
         let mut offsets: Vec<u64> = database.offsets().to_vec();
         let base = offsets[0];
         offsets.iter_mut().for_each(|o| *o -= base);
-        Ok(KnnDevice {
+        Ok(Some(KnnDevice {
             gpu,
             _busy: busy,
             database: database.image.view(&(0..database.len())),
@@ -224,7 +222,7 @@ impl<'g, T: Float> KnnDevice<'g, T> {
             out: zeros_t(max_batch)?,
             workspace,
             max_batch,
-        })
+        }))
     }
 
     /// Database series a chunk holds at most.
@@ -237,7 +235,7 @@ impl<'g, T: Float> KnnDevice<'g, T> {
         self.max_batch
     }
 
-    /// The chosen pair kernel's name, for the record.
+    /// Queries of the block.
     fn queries_count(&self) -> usize {
         self.query_offsets.len() - 1
     }
@@ -335,7 +333,7 @@ impl<'g, T: Float> KnnDevice<'g, T> {
         assert!(n >= 1 && n <= self.max_batch);
         let stream = self.gpu.stream.clone();
         let (mut query_at, mut series_at) = (vec![0u64; n + 1], vec![0u64; n + 1]);
-        let (mut longest, mut lengths) = (0, (0, 0));
+        let mut longest = 0;
         let mut indices = [Vec::with_capacity(n), Vec::with_capacity(n)];
         for (p, &(q, j)) in pairs.iter().enumerate() {
             let (q, j) = (q as usize, j as usize);
@@ -344,7 +342,6 @@ impl<'g, T: Float> KnnDevice<'g, T> {
             query_at[p + 1] = query_at[p] + q_len;
             series_at[p + 1] = series_at[p] + c_len;
             longest = longest.max(q_len.max(c_len));
-            lengths = (lengths.0.max(q_len), lengths.1.max(c_len));
             indices[0].push(q as u32);
             indices[1].push(j as u32);
         }
@@ -414,7 +411,6 @@ impl<'g, T: Float> KnnDevice<'g, T> {
         stream
             .memcpy_dtoh(&self.out.slice(..n), &mut values[..])
             .call("copying to the host")?;
-        let _ = lengths;
         crate::finite::check_finite(&values, true)?;
         Ok(values)
     }
