@@ -63,6 +63,29 @@ impl PairSurvivors {
     }
 }
 
+/// The pair kernel the brute force (`matrix_resident`) runs for queries
+/// of sample `offsets` against the whole `database`, and the longest
+/// query and database series.
+fn brute_force_kernel<T: Float>(
+    gpu: &Gpu,
+    database: &DeviceSeriesSet<T>,
+    offsets: &[u64],
+    params: DtwParams,
+    variant: Variant,
+) -> Result<(PairKernel, (usize, usize))> {
+    let query_lens = offsets.windows(2).map(|w| (w[1] - w[0]) as usize);
+    let q_lengths = (
+        query_lens.clone().min().unwrap_or(0),
+        query_lens.max().unwrap_or(0),
+    );
+    let band = band_width::<T, _>(&params, q_lengths, database.lengths());
+    let lengths = (q_lengths.1, database.max_len());
+    let pairs = (offsets.len() - 1) * database.len();
+    let dims = database.dims();
+    let kernel = pair_kernel::<T, DtwParams>(gpu, variant, lengths, dims, band, pairs)?;
+    Ok((kernel, lengths))
+}
+
 /// Blocks of [`THREADS`] for `items` threads.
 fn blocks(items: usize) -> Result<u32> {
     u32::try_from(items.div_ceil(THREADS as usize))
@@ -122,21 +145,9 @@ impl<'g, T: Float> KnnDevice<'g, T> {
         let (busy, budget) = gpu.begin(memory_budget)?;
         let dims = database.dims();
         let count = queries.offsets.len() - 1;
-        let query_lens: Vec<usize> = queries
-            .offsets
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .collect();
-        let q_lengths = (
-            query_lens.iter().copied().min().unwrap_or(0),
-            query_lens.iter().copied().max().unwrap_or(0),
-        );
         let params = DtwParams::new(Some(radius));
-        // The brute force's kernel for this block (`matrix_resident`).
-        let band = band_width::<T, _>(&params, q_lengths, database.lengths());
-        let lengths = (q_lengths.1, database.max_len());
-        let pairs = count * database.len();
-        let kernel = pair_kernel::<T, DtwParams>(gpu, variant, lengths, dims, band, pairs)?;
+        let (kernel, lengths) =
+            brute_force_kernel(gpu, database, queries.offsets, params, variant)?;
         let length = if database.min_len() == database.max_len() {
             database.max_len()
         } else {
