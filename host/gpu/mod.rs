@@ -49,7 +49,7 @@ pub use transfer::uploads::DeviceSeriesSet;
 pub(crate) mod internals {
     pub use crate::gpu::launch::pipelined_pair::inject_stalled_panel;
     pub use crate::gpu::paired::{
-        inject_streamed_fault, this_thread_streamed_calls, StreamedFault,
+        inject_streamed_fault, split_resident_pairs, this_thread_streamed_calls, StreamedFault,
     };
     pub use crate::gpu::plan::select::{force_kernel_shape, local_max_len};
     pub use crate::gpu::runtime::context::kernels_used;
@@ -61,8 +61,8 @@ pub(crate) mod internals {
 pub(crate) use matrix::{matrix, matrix_resident, upload_range, ResidentParts};
 pub(crate) use paired::{
     output_len, paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
-    paired_on_device, paired_value_variant, paired_values_resident, paired_values_spread,
-    ForeignShape, Wanted,
+    paired_on_device, paired_value_variant, paired_values_resident_spread, paired_values_spread,
+    ForeignShape, ResidentCopies, Wanted,
 };
 pub(crate) use paths::{pair_alignment, DevicePathPair};
 pub(crate) use plan::layout::image_bytes as set_bytes;

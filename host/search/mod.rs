@@ -40,6 +40,7 @@
 
 mod bounds;
 mod cascade;
+mod chunk_reader;
 mod dtw;
 mod file;
 mod gpu;

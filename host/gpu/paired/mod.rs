@@ -37,4 +37,7 @@ pub(crate) use gradient::{
 pub use streamed_values::{
     inject_streamed_fault, streamed_fallbacks, this_thread_streamed_calls, StreamedFault,
 };
-pub(crate) use values::{paired_value_variant, paired_values_resident, paired_values_spread};
+pub use values::split_resident_pairs;
+pub(crate) use values::{
+    paired_value_variant, paired_values_resident_spread, paired_values_spread, ResidentCopies,
+};
