@@ -229,18 +229,13 @@ impl<'a, T: Float> Paired<'a, T> {
                     budget,
                 )?
             }
-            Paired::Resident(ref copies) => {
-                let (gpu, x, y) = copies[0];
-                gpu::paired_gradient_resident(
-                    gpu,
-                    variant,
-                    params,
-                    (x, y),
-                    divergence,
-                    with_y,
-                    budget,
-                )?
-            }
+            Paired::Resident(ref copies) => gpu::paired_gradient_resident_spread(
+                copies,
+                variant,
+                params,
+                (divergence, with_y),
+                budget,
+            )?,
         };
         interrupt::check()?;
         drop(running);

@@ -60,7 +60,7 @@ pub(crate) mod internals {
 
 pub(crate) use matrix::{matrix, matrix_resident, upload_range, ResidentParts};
 pub(crate) use paired::{
-    output_len, paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
+    output_len, paired_gradient_resident_spread, paired_gradient_spread, paired_gradient_variant,
     paired_on_device, paired_value_variant, paired_values_resident_spread, paired_values_spread,
     ForeignShape, ResidentCopies, Wanted,
 };

@@ -218,11 +218,22 @@ thread_local! {
     static WORKERS_A_GPU: Cell<usize> = const { Cell::new(1) };
 }
 
-/// Test hook: this thread's paired values of resident sets are spread as
-/// if each GPU were `workers` GPUs (its blocks cut and computed one after
+/// Test hook: this thread's paired values and gradients of resident sets
+/// are spread as if each GPU were `workers` GPUs (its blocks cut and computed one after
 /// another on it), so that one GPU runs the several-GPU path; 1 undoes it.
 pub fn split_resident_pairs(workers: usize) {
     WORKERS_A_GPU.with(|w| w.set(workers.max(1)));
+}
+
+/// `copies`, each GPU as many times as [`split_resident_pairs`] counts it.
+pub(super) fn counted_workers<'a, T>(
+    copies: &[ResidentCopies<'a, T>],
+) -> Vec<ResidentCopies<'a, T>> {
+    let workers = WORKERS_A_GPU.with(Cell::get);
+    copies
+        .iter()
+        .flat_map(|copy| std::iter::repeat_n(*copy, workers))
+        .collect()
 }
 
 /// [`paired_values_resident`] on every GPU of `copies` (each GPU with its
@@ -236,11 +247,7 @@ pub(crate) fn paired_values_resident_spread<T: Float, P: KernelParams<T>>(
     divergence: bool,
     memory_budget: Option<usize>,
 ) -> Result<Vec<T>> {
-    let workers = WORKERS_A_GPU.with(Cell::get);
-    let copies: Vec<_> = copies
-        .iter()
-        .flat_map(|copy| std::iter::repeat_n(*copy, workers))
-        .collect();
+    let copies = counted_workers(copies);
     let (gpu, x, y) = copies[0];
     let pairs = x.offsets().len() - 1;
     if copies.len() == 1 || pairs < 2 {
