@@ -42,6 +42,7 @@ mod bounds;
 mod cascade;
 mod dtw;
 mod file;
+mod forward;
 mod gpu;
 mod kept;
 mod pruned;
@@ -50,6 +51,7 @@ mod select;
 mod source;
 mod stats;
 mod subsequence;
+pub(crate) mod subsequence_gpu;
 pub(crate) mod whole;
 
 pub use bounds::{envelope, lb_keogh, lb_kim};
