@@ -20,7 +20,9 @@
 //! paired     paired Soft-DTW values and gradients (api::soft_dtw_pairs*)
 //! paths      last columns and expected alignments (api::paths)
 //! search     the subsequence search's chunks, bounds and DTWs
-//!            (search::subsequences on the GPU)
+//!            (search::subsequences on the GPU); the open-ended
+//!            subsequence alignment's chunks and passes
+//!            (search::subsequence_alignment on the GPU)
 //! ```
 //!
 //! `matrix`, `paired`, `paths` and `search` depend on none of each other.
@@ -52,6 +54,7 @@ pub(crate) mod internals {
         inject_streamed_fault, split_resident_pairs, this_thread_streamed_calls, StreamedFault,
     };
     pub use crate::gpu::plan::select::{force_kernel_shape, local_max_len};
+    pub use crate::gpu::plan::subsequence::force_alignment_shape;
     pub use crate::gpu::runtime::context::kernels_used;
     pub use crate::gpu::runtime::context::this_thread_busy_time;
     pub use crate::gpu::runtime::several_gpus::inject_gpu_fault;
@@ -72,7 +75,8 @@ pub(crate) use plan::search::{
 };
 pub(crate) use plan::select::{band_width, matrix_variant, resident_variant};
 pub(crate) use plan::spread::{named, shards as plan_shards};
+pub(crate) use plan::subsequence::auto_on_gpu as alignment_auto_on_gpu;
 pub(crate) use runtime::context::KernelParams;
 pub(crate) use runtime::several_gpus::budgets;
-pub(crate) use search::{ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
+pub(crate) use search::{AlignmentDevice, ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
 pub(crate) use transfer::image_writes::copy_threads;

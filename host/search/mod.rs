@@ -43,6 +43,7 @@ mod cascade;
 mod chunk_reader;
 mod dtw;
 mod file;
+mod forward;
 mod gpu;
 mod kept;
 mod pruned;
@@ -51,6 +52,7 @@ mod select;
 mod source;
 mod stats;
 mod subsequence;
+pub(crate) mod subsequence_gpu;
 pub(crate) mod whole;
 
 pub use bounds::{envelope, lb_keogh, lb_kim};

@@ -23,6 +23,12 @@
 //! `dtw_search_bounds_f64` and `dtw_search_dtw_f64`. They are in
 //! [`KernelId::all`] but not in [`drivers`], which lists the drivers that
 //! compute pairs.
+//!
+//! The open-ended subsequence alignment's kernels ([`subsequence_table!`],
+//! `launch::subsequence`) are DTW's and `f64` only too, a warp a segment
+//! of the series with `rows` query rows a lane, each with its univariate
+//! twin: `dtw_subsequence<rows>[_1d]_f64`. Also in [`KernelId::all`], not
+//! in [`drivers`].
 
 use crate::measures::Measure;
 use crate::Precision;
@@ -86,6 +92,9 @@ pub enum Driver {
     /// The subsequence search: the banded DTW of a candidate, a thread a
     /// candidate, early abandoned.
     SearchDtw,
+    /// The open-ended subsequence alignment: a segment of the series per
+    /// warp, `rows` query rows a lane.
+    Subsequence { rows: u32 },
 }
 
 impl Driver {
@@ -102,6 +111,7 @@ impl Driver {
                 | Driver::TiledLaunches { .. }
                 | Driver::WarpGradient { .. }
                 | Driver::PanelsGradient { .. }
+                | Driver::Subsequence { .. }
         )
     }
 
@@ -142,6 +152,7 @@ impl fmt::Display for Driver {
             Driver::SearchEnvelope => f.write_str("search_envelope"),
             Driver::SearchBounds => f.write_str("search_bounds"),
             Driver::SearchDtw => f.write_str("search_dtw"),
+            Driver::Subsequence { rows } => write!(f, "subsequence{rows}"),
         }
     }
 }
@@ -190,11 +201,27 @@ impl KernelId {
         }
     }
 
+    /// The open-ended subsequence alignment's kernel of `rows` query rows
+    /// a lane, the univariate twin if `univariate`.
+    pub const fn subsequence(rows: u32, univariate: bool) -> Self {
+        KernelId {
+            measure: Measure::Dtw,
+            driver: Driver::Subsequence { rows },
+            univariate,
+            precision: Precision::F64,
+        }
+    }
+
     /// Every kernel of the catalogue.
     pub fn all() -> impl Iterator<Item = KernelId> {
         let search = SEARCH_DRIVERS
             .iter()
             .map(|&driver| KernelId::search(driver));
+        let subsequence = SUBSEQUENCE_ROWS.iter().flat_map(|&rows| {
+            [false, true]
+                .into_iter()
+                .map(move |univariate| KernelId::subsequence(rows, univariate))
+        });
         FAMILIES
             .iter()
             .flat_map(|&(measure, driver)| {
@@ -213,6 +240,7 @@ impl KernelId {
                 })
             })
             .chain(search)
+            .chain(subsequence)
     }
 
     /// Whether the catalogue has this kernel.
@@ -268,6 +296,16 @@ macro_rules! search_table {
 }
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use search_table;
+
+/// The open-ended subsequence alignment's kernels (DTW's, `f64` only, each
+/// with its univariate twin): the query rows a lane of each.
+macro_rules! subsequence_table {
+    ($then:ident) => {
+        $then! { 1, 4 }
+    };
+}
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use subsequence_table;
 
 macro_rules! measure_of {
     (dtw) => {
@@ -380,3 +418,12 @@ macro_rules! search_drivers {
 }
 
 search_table!(search_drivers);
+
+macro_rules! subsequence_rows {
+    ($( $rows:literal ),*) => {
+        /// The query rows a lane of [`subsequence_table!`]'s kernels.
+        pub const SUBSEQUENCE_ROWS: &[u32] = &[ $( $rows, )* ];
+    };
+}
+
+subsequence_table!(subsequence_rows);

@@ -6,6 +6,7 @@ use timewarp_kernels::launch::long_pair::{DiagonalLaunch, PanelLaunch, TileLaunc
 use timewarp_kernels::launch::pairs::{PairsLaunch, StencilLaunch};
 use timewarp_kernels::launch::search::SearchLaunch;
 use timewarp_kernels::launch::streamed::StreamedLaunch;
+use timewarp_kernels::launch::subsequence::SubsequenceLaunch;
 
 /// The one kernel parameter, a `#[repr(C)]` struct shared with the device
 /// crate, passed by value.
@@ -33,3 +34,8 @@ kernel_arguments!(
 // SAFETY: `SearchLaunch` is `#[repr(C)]` and `Copy`, laid out alike by the
 // host and the nvptx64 compiler (one definition, 64-bit pointers on both).
 unsafe impl DeviceRepr for KernelArgument<SearchLaunch> {}
+
+// SAFETY: `SubsequenceLaunch` is `#[repr(C)]` and `Copy`, laid out alike by
+// the host and the nvptx64 compiler (one definition, 64-bit pointers on
+// both).
+unsafe impl DeviceRepr for KernelArgument<SubsequenceLaunch> {}
