@@ -11,8 +11,10 @@ pub use crate::api::{
 };
 pub use crate::cpu::lanes::{exp_lanes, ln_lanes, LaneReal, Lanes};
 pub use crate::cpu::lockstep;
+pub use crate::gpu::internals::force_alignment_shape;
 pub use crate::gpu::internals::{
     force_kernel_shape, inject_gpu_fault, inject_stalled_panel, inject_streamed_fault,
-    kernels_used, local_max_len, stream_copy, this_thread_busy_time, this_thread_streamed_calls,
-    StreamedFault,
+    kernels_used, local_max_len, split_resident_pairs, stream_copy, this_thread_busy_time,
+    this_thread_streamed_calls, StreamedFault,
 };
+pub use crate::search::subsequence_gpu::best_end_on_host as subsequence_best_end_on_host;

@@ -56,6 +56,16 @@ impl<T: Float> OnGpus<T> {
         }
     }
 
+    /// Every GPU's copy of the whole set: each GPU's of a replicated set,
+    /// the one of a set on one GPU; an error for a sharded one.
+    pub(crate) fn copies(&self) -> Result<Vec<(&'static Gpu, &DeviceSeriesSet<T>)>> {
+        let (first, _) = self.whole()?;
+        if !self.replicated {
+            return Ok(vec![(first, &self.parts[0].2)]);
+        }
+        Ok(self.parts.iter().map(|(gpu, _, set)| (*gpu, set)).collect())
+    }
+
     /// The whole set on one GPU, for the paired computations: the first
     /// copy of a replicated set; an error for a sharded one.
     pub(crate) fn whole(&self) -> Result<(&'static Gpu, &DeviceSeriesSet<T>)> {
@@ -146,11 +156,17 @@ impl<T: Float> ResidentSet<T> {
     pub(crate) fn stored(&self) -> Result<Stored<'_, T>> {
         Ok(match &self.storage {
             Storage::Host(set) => Stored::Host(set),
-            Storage::Gpu(set) => {
-                let (gpu, whole) = set.whole()?;
-                Stored::Gpu(gpu, whole)
-            }
+            Storage::Gpu(set) => Stored::Gpu(set.whole()?.0),
         })
+    }
+
+    /// Every GPU's copy of the whole set ([`OnGpus::copies`]); none on the
+    /// host.
+    pub(crate) fn gpu_copies(&self) -> Result<Vec<(&'static Gpu, &DeviceSeriesSet<T>)>> {
+        match &self.storage {
+            Storage::Host(_) => Ok(Vec::new()),
+            Storage::Gpu(set) => set.copies(),
+        }
     }
 
     /// Where it lives, in words.
@@ -179,7 +195,8 @@ impl<T: Float> ResidentSet<T> {
 /// A resident set's series: a host copy (for the CPU) or a device set.
 pub(crate) enum Stored<'a, T> {
     Host(&'a SeriesSet<T>),
-    Gpu(&'static Gpu, &'a DeviceSeriesSet<T>),
+    /// On GPUs, each holding it whole: the first of them.
+    Gpu(&'static Gpu),
 }
 
 /// Keeps `set` where `options.device` computes: on the GPUs of

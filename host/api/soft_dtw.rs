@@ -25,7 +25,7 @@
 //! ```
 
 use crate::finite::check_finite;
-use crate::gpu::{self, DeviceSeriesSet, Gpu};
+use crate::gpu::{self, Gpu};
 use crate::interrupt;
 use crate::resident::Stored;
 use crate::results::{BatchGradient, PairedGradients};
@@ -107,8 +107,9 @@ enum Paired<'a, T> {
     Cpu(&'a SeriesSet<T>, &'a SeriesSet<T>),
     /// Host batches, uploaded for the call to the GPUs of the options.
     Gpu(&'a SeriesSet<T>, &'a SeriesSet<T>),
-    /// Resident sets, read where they are.
-    Resident(&'static Gpu, &'a DeviceSeriesSet<T>, &'a DeviceSeriesSet<T>),
+    /// Resident sets, read where they are: each GPU that holds both whole,
+    /// with its copies (the first GPU of `x`'s first).
+    Resident(Vec<gpu::ResidentCopies<'a, T>>),
 }
 
 impl<'a, T: Float> Paired<'a, T> {
@@ -138,10 +139,18 @@ impl<'a, T: Float> Paired<'a, T> {
         x.backend(options.device)?;
         match (x.stored()?, y.stored()?) {
             (Stored::Host(x), Stored::Host(y)) => Ok(Paired::Cpu(x, y)),
-            (Stored::Gpu(gpu, x), Stored::Gpu(on, y)) if std::ptr::eq(gpu, on) => {
-                Ok(Paired::Resident(gpu, x, y))
+            (Stored::Gpu(gpu), Stored::Gpu(on)) if std::ptr::eq(gpu, on) => {
+                let (xs, ys) = (x.gpu_copies()?, y.gpu_copies()?);
+                let both = xs
+                    .into_iter()
+                    .filter_map(|(gpu, x)| {
+                        let (_, y) = ys.iter().find(|(on, _)| std::ptr::eq(gpu, *on))?;
+                        Some((gpu, x, *y))
+                    })
+                    .collect();
+                Ok(Paired::Resident(both))
             }
-            (Stored::Gpu(gpu, _), Stored::Gpu(on, _)) => Err(Error::InvalidInput(format!(
+            (Stored::Gpu(gpu), Stored::Gpu(on)) => Err(Error::InvalidInput(format!(
                 "paired resident sets must live on the same GPU, but x lives on {} and y on {}; \
                  upload both with the same GPUs",
                 gpu.name(),
@@ -157,9 +166,12 @@ impl<'a, T: Float> Paired<'a, T> {
 
     /// The sample offsets of `x` and `y`, and the dims.
     fn layout(&self) -> (&'a [u64], &'a [u64], usize) {
-        match *self {
+        match self {
             Paired::Cpu(x, y) | Paired::Gpu(x, y) => (x.parts().1, y.parts().1, x.dims()),
-            Paired::Resident(_, x, y) => (x.offsets(), y.offsets(), x.dims()),
+            Paired::Resident(copies) => {
+                let (_, x, y) = copies[0];
+                (x.offsets(), y.offsets(), x.dims())
+            }
         }
     }
 
@@ -183,8 +195,8 @@ impl<'a, T: Float> Paired<'a, T> {
                 let gpus = Gpu::select(options.gpus)?;
                 gpu::paired_values_spread(&gpus, variant, params, (x, y), divergence, budget)?
             }
-            Paired::Resident(gpu, x, y) => {
-                gpu::paired_values_resident(gpu, variant, params, (x, y), divergence, budget)?
+            Paired::Resident(ref copies) => {
+                gpu::paired_values_resident_spread(copies, variant, params, divergence, budget)?
             }
         };
         interrupt::check()?;
@@ -217,13 +229,11 @@ impl<'a, T: Float> Paired<'a, T> {
                     budget,
                 )?
             }
-            Paired::Resident(gpu, x, y) => gpu::paired_gradient_resident(
-                gpu,
+            Paired::Resident(ref copies) => gpu::paired_gradient_resident_spread(
+                copies,
                 variant,
                 params,
-                (x, y),
-                divergence,
-                with_y,
+                (divergence, with_y),
                 budget,
             )?,
         };

@@ -42,7 +42,9 @@ matches shaded and numbered, and the query over the best match.
 
 --align: the query against its one best subsequence of any length, under
 DTW with a free start and a free end in the series (tslearn's
-dtw_subsequence_path; no band, no z-normalisation, on one core). Output: the
+dtw_subsequence_path; no band, no z-normalisation), on one core or the GPU
+(--device gpu, or auto from 2^24 cells with a query of at least 8 samples
+when a GPU is usable): the same match and path. Output: the
 path's cells `i,j` (query sample i, series sample j), on stdout or in --out;
 the match's start, end and cost (the square root of the accumulated squared
 cost) on stderr.";
@@ -67,7 +69,8 @@ pub struct Args {
     /// Matches start at least M samples apart [default: half the query's length]
     #[arg(long, value_name = "M")]
     exclusion: Option<usize>,
-    /// Where to search: auto and cpu search on the CPU; gpu is refused
+    /// Where to compute: cpu, gpu, or auto (the GPU when one is usable and
+    /// the work is large enough; see above)
     #[arg(long, default_value = "auto", value_parser = device_parser())]
     device: Device,
     /// Write the matches to PATH (.csv) instead of stdout

@@ -21,7 +21,9 @@
 //! paired     paired Soft-DTW values and gradients (api::soft_dtw_pairs*)
 //! paths      last columns and expected alignments (api::paths)
 //! search     the subsequence search's chunks, bounds and DTWs
-//!            (search::subsequences on the GPU)
+//!            (search::subsequences on the GPU); the open-ended
+//!            subsequence alignment's chunks and passes
+//!            (search::subsequence_alignment on the GPU)
 //! neighbours the k-NN's bounds, survivors and their distances by the
 //!            brute force's pair kernel (api::nearest_neighbours)
 //! ```
@@ -54,9 +56,10 @@ pub use transfer::uploads::DeviceSeriesSet;
 pub(crate) mod internals {
     pub use crate::gpu::launch::pipelined_pair::inject_stalled_panel;
     pub use crate::gpu::paired::{
-        inject_streamed_fault, this_thread_streamed_calls, StreamedFault,
+        inject_streamed_fault, split_resident_pairs, this_thread_streamed_calls, StreamedFault,
     };
     pub use crate::gpu::plan::select::{force_kernel_shape, local_max_len};
+    pub use crate::gpu::plan::subsequence::force_alignment_shape;
     pub use crate::gpu::runtime::context::kernels_used;
     pub use crate::gpu::runtime::context::this_thread_busy_time;
     pub use crate::gpu::runtime::several_gpus::inject_gpu_fault;
@@ -66,9 +69,9 @@ pub(crate) mod internals {
 pub(crate) use matrix::{matrix, matrix_resident, upload_range, ResidentParts};
 pub(crate) use neighbours::{KnnDevice, KnnQueries, PairSurvivors};
 pub(crate) use paired::{
-    output_len, paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
-    paired_on_device, paired_value_variant, paired_values_resident, paired_values_spread,
-    ForeignShape, Wanted,
+    output_len, paired_gradient_resident_spread, paired_gradient_spread, paired_gradient_variant,
+    paired_on_device, paired_value_variant, paired_values_resident_spread, paired_values_spread,
+    ForeignShape, ResidentCopies, Wanted,
 };
 pub(crate) use paths::{pair_alignment, DevicePathPair};
 pub(crate) use plan::layout::image_bytes as set_bytes;
@@ -78,7 +81,8 @@ pub(crate) use plan::search::{
 };
 pub(crate) use plan::select::{band_width, matrix_variant, resident_variant};
 pub(crate) use plan::spread::{named, shards as plan_shards};
+pub(crate) use plan::subsequence::auto_on_gpu as alignment_auto_on_gpu;
 pub(crate) use runtime::context::KernelParams;
 pub(crate) use runtime::several_gpus::budgets;
-pub(crate) use search::{ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
+pub(crate) use search::{AlignmentDevice, ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
 pub(crate) use transfer::image_writes::copy_threads;

@@ -40,8 +40,10 @@
 
 mod bounds;
 mod cascade;
+mod chunk_reader;
 mod dtw;
 mod file;
+mod forward;
 mod gpu;
 pub(crate) mod gpu_knn;
 mod kept;
@@ -51,6 +53,7 @@ mod select;
 mod source;
 mod stats;
 mod subsequence;
+pub(crate) mod subsequence_gpu;
 pub(crate) mod whole;
 
 pub use bounds::{envelope, lb_keogh, lb_kim};

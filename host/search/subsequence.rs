@@ -22,12 +22,21 @@
 //! one pass; the path is then DTW's path of the query against
 //! `series[start..=end]`, which follows the same cells ([`crate::dtw_path`];
 //! docs/algorithms.md, "Subsequence alignment", says why).
+//!
+//! On the GPU (`super::subsequence_gpu`, the kernels in
+//! `kernels-gpu/src/launch/subsequence.rs`) the same recurrence runs over
+//! segments of the series at once, a warp each, with the same cell update
+//! ([`preferred`] and the cost summed in the same order): the same end,
+//! start and cost, bit for bit; then the same path on the CPU.
 
 use super::dtw::{cost, Dims, Many, One};
+use super::forward::{check_finite, BestEnd};
 use super::SeriesSource;
+use crate::gpu::{alignment_auto_on_gpu, Gpu};
 use crate::interrupt::{self, Running};
 use crate::{ComputeOptions, Device, Dtw, Error, Result};
 use ndarray::{Array2, ArrayView2};
+use timewarp_kernels::launch::subsequence::preferred;
 
 /// The best match of a query in a long series, and its path.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,14 +72,17 @@ const BLOCK: usize = 1 << 14;
 /// Memory: one column of the recurrence (`m` costs and starts) and a block
 /// of the series; then the path's, that of [`crate::dtw_path`] for the
 /// query against `series[start..=end]` (linear in their lengths where the
-/// pair is large). Time: `m * N` cells on one core. Interrupted by
-/// [`crate::interrupt`] between blocks.
+/// pair is large). Time: `m * N` cells on one core (`Device::Cpu`), or on
+/// the GPU (`Device::Gpu`, the series copied there in chunks as it is
+/// read; `Device::Auto` where one is usable and `m >= 8` and `m * N >=
+/// 2^24`, else the CPU): the same match and cost, bit for bit, and the
+/// same path (computed on the CPU). Interrupted by [`crate::interrupt`]
+/// between blocks (on the GPU, between chunks and passes).
 ///
 /// Errors: an empty query or series, samples of 0 or of different
 /// dimensions, a NaN or infinity in the query or the series (naming its
-/// sample and dimension), a cost beyond `f64` ([`Error::Overflow`]),
-/// `Device::Gpu` ([`Error::NotOnGpu`]; `Auto` and `Cpu` compute on the
-/// CPU).
+/// sample and dimension), a cost beyond `f64` ([`Error::Overflow`]);
+/// `Device::Gpu` without a usable GPU, and the GPU's errors.
 ///
 /// ```
 /// use ndarray::Array2;
@@ -89,15 +101,23 @@ pub fn subsequence_alignment<S: SeriesSource + ?Sized>(
     series: &S,
     device: Device,
 ) -> Result<SubsequenceAlignment> {
-    if device == Device::Gpu {
-        return Err(Error::NotOnGpu("subsequence alignment"));
-    }
     let flat = checked_query(query, series)?;
     let _running = Running::start();
-    let best = match series.dims() {
-        1 => best_end(&flat, One, series)?,
-        dims => best_end(&flat, Many(dims), series)?,
+    let on_gpu = match device {
+        Device::Cpu => None,
+        Device::Gpu => Some(Gpu::get()?),
+        Device::Auto => auto_gpu(query.nrows(), series.len()),
     };
+    let best = match (on_gpu, series.dims()) {
+        (Some(found), _) => super::subsequence_gpu::on_gpu(&flat, series, found)?,
+        (None, 1) => best_end(&flat, One, series)?,
+        (None, dims) => best_end(&flat, Many(dims), series)?,
+    };
+    if !best.cost.is_finite() {
+        return Err(Error::Overflow {
+            precision: "float64",
+        });
+    }
     let mut window = Vec::new();
     series.read(best.start, best.end - best.start + 1, &mut window)?;
     let window = Array2::from_shape_vec((best.end - best.start + 1, series.dims()), window)
@@ -111,6 +131,15 @@ pub fn subsequence_alignment<S: SeriesSource + ?Sized>(
         cost: best.cost.sqrt(),
         path: path.collect(),
     })
+}
+
+/// The GPU `Device::Auto` aligns a query of `m` samples in a series of `n`
+/// on: the first, when it is usable, `m >= 8` and `m * n >= 2^24`.
+fn auto_gpu(m: usize, n: usize) -> Option<&'static Gpu> {
+    if !alignment_auto_on_gpu(m, n) {
+        return None;
+    }
+    Gpu::get().ok()
 }
 
 /// The query as flat samples, after the checks the function documents.
@@ -139,14 +168,6 @@ fn checked_query<S: SeriesSource + ?Sized>(query: ArrayView2<f64>, series: &S) -
         )));
     }
     Ok(query.iter().copied().collect())
-}
-
-/// Where the best match ends and starts, and its accumulated cost.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct BestEnd {
-    start: usize,
-    end: usize,
-    cost: f64,
 }
 
 /// The forward pass over the whole series, block by block.
@@ -182,38 +203,14 @@ fn best_end<D: Dims, S: SeriesSource + ?Sized>(
             }
         }
     }
-    if !best.cost.is_finite() {
-        return Err(Error::Overflow {
-            precision: "float64",
-        });
-    }
     Ok(best)
-}
-
-/// An error naming the first non-finite value of a block of samples that
-/// starts at sample `first`.
-fn check_finite(block: &[f64], first: usize, dims: usize) -> Result<()> {
-    match block.iter().position(|v| !v.is_finite()) {
-        None => Ok(()),
-        Some(at) => {
-            let dimension = match dims {
-                1 => String::new(),
-                _ => format!(", dimension {}", at % dims),
-            };
-            Err(Error::InvalidInput(format!(
-                "the series has a non-finite value ({}) at sample {}{dimension}",
-                block[at],
-                first + at / dims
-            )))
-        }
-    }
 }
 
 /// One column of the recurrence: each query sample's accumulated cost and
 /// the series column where that cell's best path starts. A column depends
-/// only on the one before it and on one series sample, so a device could
-/// run the same update (a GPU driver would pass columns between threads
-/// the way the kernels pass rows).
+/// only on the one before it and on one series sample; the GPU's kernel
+/// runs the same update, its lanes each holding a few rows of the column
+/// and passing the last down a warp (`launch::subsequence`).
 pub(crate) struct Column {
     pub(crate) costs: Vec<f64>,
     pub(crate) starts: Vec<usize>,
@@ -246,23 +243,6 @@ impl Column {
             (*cost_here, *start_here) = up;
             diagonal = left;
         }
-    }
-}
-
-/// The predecessor the tie rule picks, with its start: the diagonal on a
-/// tie with either other, then the cell above, then the one to the left
-/// (numpy's `argmin` over tslearn's `[diagonal, up, left]`). Two choices,
-/// the first off the chain of `up`s, compiled to selects rather than
-/// branches (which random data would mispredict).
-#[inline(always)]
-fn preferred(diagonal: (f64, usize), up: (f64, usize), left: (f64, usize)) -> (f64, usize) {
-    let diagonal_first = diagonal.0 <= left.0;
-    let earlier = if diagonal_first { diagonal } else { left };
-    let take_up = up.0 < earlier.0 || (up.0 == earlier.0 && !diagonal_first);
-    if take_up {
-        up
-    } else {
-        earlier
     }
 }
 

@@ -25,6 +25,12 @@
 //! compute pairs. So are the k-NN's bounds kernels ([`knn_table!`],
 //! `launch::neighbours`), DTW's in both precisions: `dtw_knn_envelope_<t>`,
 //! `dtw_knn_bounds_<t>` and `dtw_knn_gather_<t>`.
+//!
+//! The open-ended subsequence alignment's kernels ([`subsequence_table!`],
+//! `launch::subsequence`) are DTW's and `f64` only too, a warp a segment
+//! of the series with `rows` query rows a lane, each with its univariate
+//! twin: `dtw_subsequence<rows>[_1d]_f64`. Also in [`KernelId::all`], not
+//! in [`drivers`].
 
 use crate::measures::Measure;
 use crate::Precision;
@@ -94,6 +100,9 @@ pub enum Driver {
     KnnBounds,
     /// The k-NN's survivors gathered into batches, a thread a sample.
     KnnGather,
+    /// The open-ended subsequence alignment: a segment of the series per
+    /// warp, `rows` query rows a lane.
+    Subsequence { rows: u32 },
 }
 
 impl Driver {
@@ -110,6 +119,7 @@ impl Driver {
                 | Driver::TiledLaunches { .. }
                 | Driver::WarpGradient { .. }
                 | Driver::PanelsGradient { .. }
+                | Driver::Subsequence { .. }
         )
     }
 
@@ -162,6 +172,7 @@ impl fmt::Display for Driver {
             Driver::KnnEnvelope => f.write_str("knn_envelope"),
             Driver::KnnBounds => f.write_str("knn_bounds"),
             Driver::KnnGather => f.write_str("knn_gather"),
+            Driver::Subsequence { rows } => write!(f, "subsequence{rows}"),
         }
     }
 }
@@ -221,6 +232,17 @@ impl KernelId {
         }
     }
 
+    /// The open-ended subsequence alignment's kernel of `rows` query rows
+    /// a lane, the univariate twin if `univariate`.
+    pub const fn subsequence(rows: u32, univariate: bool) -> Self {
+        KernelId {
+            measure: Measure::Dtw,
+            driver: Driver::Subsequence { rows },
+            univariate,
+            precision: Precision::F64,
+        }
+    }
+
     /// Every kernel of the catalogue.
     pub fn all() -> impl Iterator<Item = KernelId> {
         let search = SEARCH_DRIVERS
@@ -230,6 +252,11 @@ impl KernelId {
             KNN_DRIVERS
                 .iter()
                 .map(move |&driver| KernelId::knn(driver, precision))
+        });
+        let subsequence = SUBSEQUENCE_ROWS.iter().flat_map(|&rows| {
+            [false, true]
+                .into_iter()
+                .map(move |univariate| KernelId::subsequence(rows, univariate))
         });
         FAMILIES
             .iter()
@@ -250,6 +277,7 @@ impl KernelId {
             })
             .chain(search)
             .chain(knn)
+            .chain(subsequence)
     }
 
     /// Whether the catalogue has this kernel.
@@ -315,6 +343,16 @@ macro_rules! knn_table {
 }
 #[cfg(target_arch = "nvptx64")]
 pub(crate) use knn_table;
+
+/// The open-ended subsequence alignment's kernels (DTW's, `f64` only, each
+/// with its univariate twin): the query rows a lane of each.
+macro_rules! subsequence_table {
+    ($then:ident) => {
+        $then! { 1, 4 }
+    };
+}
+#[cfg(target_arch = "nvptx64")]
+pub(crate) use subsequence_table;
 
 macro_rules! measure_of {
     (dtw) => {
@@ -445,3 +483,12 @@ macro_rules! knn_drivers {
 }
 
 knn_table!(knn_drivers);
+
+macro_rules! subsequence_rows {
+    ($( $rows:literal ),*) => {
+        /// The query rows a lane of [`subsequence_table!`]'s kernels.
+        pub const SUBSEQUENCE_ROWS: &[u32] = &[ $( $rows, )* ];
+    };
+}
+
+subsequence_table!(subsequence_rows);

@@ -18,6 +18,7 @@ use crate::launch::neighbours::{GatherLaunch, KnnLaunch};
 use crate::launch::pairs::{PairsLaunch, StencilLaunch};
 use crate::launch::search::SearchLaunch;
 use crate::launch::streamed::StreamedLaunch;
+use crate::launch::subsequence::SubsequenceLaunch;
 use crate::{DtwParams, SoftDtwParams, TwedParams};
 
 /// A measure's parameter type in precision `$t`.
@@ -243,7 +244,23 @@ macro_rules! knn_entry_points {
     };
 }
 
+/// The open-ended subsequence alignment's entry points,
+/// `dtw_subsequence<rows>[_1d]_f64`: a warp a segment of the chunk (the
+/// method checks its index against the count).
+macro_rules! subsequence_entry_points {
+    ($( $rows:literal ),*) => {
+        $(
+            entry_and_twin!(concat!("dtw_subsequence", stringify!($rows)), f64, UNIVARIATE,
+                launch: SubsequenceLaunch, {
+                launch.run_segment::<GpuWarp, $rows, UNIVARIATE>(&GpuWarp::whole(), global_warp());
+            });
+        )*
+    };
+}
+
 crate::catalogue::knn_table!(knn_entry_points);
+
+crate::catalogue::subsequence_table!(subsequence_entry_points);
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -126,13 +126,38 @@ def test_bad_input_raises_input_errors():
         timewarp.subsequence_alignment(np.ones(3), bad)
     with pytest.raises(InputError, match="sample 1"):
         timewarp.subsequence_alignment(np.array([0.0, np.inf]), series)
-    with pytest.raises(timewarp.TimewarpError, match="GPU"):
-        timewarp.subsequence_alignment(np.ones(3), series, device="gpu")
+    if not timewarp.gpu_available():
+        with pytest.raises(timewarp.GpuError):
+            timewarp.subsequence_alignment(np.ones(3), series, device="gpu")
+
+
+def test_gpu_alignment_is_the_cpus(gpu):
+    """On the GPU: the same start, end, cost (bit for bit) and path as on
+    the CPU, univariate and not, float64 and float32, numpy and torch."""
+    rng = np.random.default_rng(6)
+    for m, dims in [(1, 1), (20, 1), (128, 1), (40, 3), (300, 2)]:
+        series = rng.normal(size=(30_000, dims)).cumsum(axis=0)
+        query = series[12_000:12_000 + m] + rng.normal(scale=0.1, size=(m, dims))
+        if dims == 1:
+            query, series = query[:, 0], series[:, 0]
+        for s in [series, series.astype(np.float32)]:
+            cpu = timewarp.subsequence_alignment(query, s, device="cpu")
+            gpu = timewarp.subsequence_alignment(query, s, device="gpu")
+            assert (gpu.start, gpu.end) == (cpu.start, cpu.end)
+            assert gpu.cost == cpu.cost
+            np.testing.assert_array_equal(gpu.path, cpu.path)
+    # "auto" on a longer series takes the GPU (m * length >= 2^24): the
+    # same result as the CPU's.
+    series = rng.normal(size=200_000).cumsum()
+    query = series[150_000:150_128] + rng.normal(scale=0.1, size=128)
+    auto = timewarp.subsequence_alignment(query, series)
+    cpu = timewarp.subsequence_alignment(query, series, device="cpu")
+    assert (auto.start, auto.end, auto.cost) == (cpu.start, cpu.end, cpu.cost)
 
 
 def test_ctrl_c_stops_a_long_alignment():
     rng = np.random.default_rng(4)
     # 2e10 cells: many seconds on any CPU.
     query, series = rng.normal(size=2000), rng.normal(size=10_000_000)
-    assert_ctrl_c_stops(lambda: timewarp.subsequence_alignment(query, series))
+    assert_ctrl_c_stops(lambda: timewarp.subsequence_alignment(query, series, device="cpu"))
     assert timewarp.subsequence_alignment(query[:3], series[:10]).path.shape[1] == 2

@@ -119,8 +119,12 @@ def subsequence_alignment(query: Any, series: Any, device: str = "auto") -> Subs
     Ties: the earliest end among equal costs; along the path the diagonal
     step, then the step from the query's previous sample, then the one from
     the series' previous sample (tslearn's order). One pass over the series
-    on one CPU core, memory linear in `m` (then the path's); float32 series
-    are read as they are. ``device="gpu"`` raises (no GPU version yet).
+    on one CPU core (``device="cpu"``), or on the GPU (``device="gpu"``,
+    the series copied there in chunks; ``"auto"``, the default, takes the
+    GPU when one is usable, the query has at least 8 samples and the
+    series times the query at least 2^24 cells): the same start, end and
+    cost, bit for bit, and the same path (computed on the CPU). Memory
+    linear in `m` (then the path's); float32 series are read as they are.
     """
     q, s = _query_and_series(query, series, "subsequence_alignment")
     start, end, cost, path = _ext.subsequence_alignment(q, s, device)

@@ -151,10 +151,15 @@ fn matrix_kernels(rng: &mut StdRng, dims: usize) {
                 | Driver::WarpGradient { .. }
                 | Driver::PanelsGradient { .. }
                 | Driver::Alignment => {}
-                // Not pair drivers (not listed by `drivers`): `search_kernels`.
-                Driver::SearchEnvelope | Driver::SearchBounds | Driver::SearchDtw => {}
-                // The k-NN's bounds kernels: `knn_kernels`.
-                Driver::KnnEnvelope | Driver::KnnBounds | Driver::KnnGather => {}
+                // Not pair drivers (not listed by `drivers`): `search_kernels`,
+                // `subsequence_kernels` and the k-NN's `knn_kernels`.
+                Driver::SearchEnvelope
+                | Driver::SearchBounds
+                | Driver::SearchDtw
+                | Driver::Subsequence { .. }
+                | Driver::KnnEnvelope
+                | Driver::KnnBounds
+                | Driver::KnnGather => {}
             }
         }
     }
@@ -319,6 +324,23 @@ fn knn_kernels() {
     }
 }
 
+/// The open-ended subsequence alignment's kernels, a query row a lane and
+/// four, each with its univariate twin: the CPU's match, bit for bit
+/// (more in `subsequence_gpu`).
+fn subsequence_kernels(rng: &mut StdRng) {
+    use timewarp::search::subsequence_alignment;
+    use timewarp::Device;
+    for (m, dims) in [(20, 1), (20, 2), (100, 1), (100, 2)] {
+        let series = crate::common::random_series(rng, 3000, dims, 1.0);
+        let query = crate::common::random_series(rng, m, dims, 1.0);
+        let on = |device| subsequence_alignment(query.view(), &series.view(), device).unwrap();
+        assert_eq!(on(Device::Gpu), on(Device::Cpu), "m {m}, dims {dims}");
+        let rows = if m <= 32 { 1 } else { 4 };
+        let context = format!("subsequence alignment, m {m}, dims {dims}");
+        assert_launched(KernelId::subsequence(rows, dims == 1), &context);
+    }
+}
+
 #[test]
 fn gpu_every_kernel_matches_the_oracle() {
     let Some(_timed) = on_gpu("every_kernel::gpu_every_kernel_matches_the_oracle") else {
@@ -331,6 +353,7 @@ fn gpu_every_kernel_matches_the_oracle() {
     }
     search_kernels();
     knn_kernels();
+    subsequence_kernels(&mut rng);
     let used: BTreeSet<KernelId> = internals::kernels_used().into_iter().collect();
     let missing: Vec<String> = KernelId::all()
         .filter(|id| !used.contains(id))

@@ -18,6 +18,7 @@
 //! | `search_cli` | `timewarp search` end to end: matches, statistics, outputs, usage errors |
 //! | `search_files` | series searched in files read unit by unit (`.npy`, raw), text series |
 //! | `subsequence` | open-ended subsequence alignment against the brute force of its definition and tslearn's algorithm; its errors |
+//! | `subsequence_gpu` | open-ended subsequence alignment on the GPU against the CPU, bit for bit: query lengths, chunks and segments, files, ties, extremes, the CLI |
 //! | `errors` | bad parameters and input: typed errors, never panics |
 //! | `catalogue` | the kernel catalogue against the PTX, both ways |
 //! | `every_kernel` | every kernel of the catalogue launched once against the oracle (the sanitizer runs' set) |
@@ -47,3 +48,4 @@ mod search_cli;
 mod search_files;
 mod search_gpu;
 mod subsequence;
+mod subsequence_gpu;

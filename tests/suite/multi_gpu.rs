@@ -10,11 +10,12 @@ use crate::common::{on_gpu, rng};
 use ndarray::Array2;
 use rand::Rng;
 use timewarp::gpu::Gpu;
-use timewarp::internals::inject_gpu_fault;
+use timewarp::internals::{inject_gpu_fault, split_resident_pairs};
 use timewarp::{
     distance_matrix, distance_matrix_resident, nearest_neighbours, soft_dtw_pairs,
-    soft_dtw_pairs_gradient, upload, ComputeOptions, Device, Dtw, Error, GpuSet, Metric, Placement,
-    SeriesSet, SoftDtw, Twed, Variant,
+    soft_dtw_pairs_gradient, soft_dtw_pairs_gradient_resident, soft_dtw_pairs_resident, upload,
+    ComputeOptions, Device, Dtw, Error, GpuSet, Metric, Placement, SeriesSet, SoftDtw, Twed,
+    Variant,
 };
 
 /// `count` univariate series of 20 to 90 samples.
@@ -198,6 +199,70 @@ fn multi_gpu_paired_soft_dtw_equals_gpu0() {
                 one.unwrap(),
                 "{soft:?} gradient {with_y} {budget:?}"
             );
+        }
+    }
+}
+
+/// Paired Soft-DTW values and gradients of resident sets that every GPU
+/// holds whole (replicated): the pairs spread over the GPUs in blocks,
+/// values equal bit for bit to the same batches from the host on GPU 0,
+/// gradients to the sets resident on GPU 0 alone; on one GPU too, with
+/// the GPU counted as three (a test hook), which cuts the blocks as for
+/// three GPUs and runs them one after another.
+#[test]
+fn multi_gpu_paired_resident_equals_gpu0() {
+    let Some(_timed) = on_gpu("multi_gpu_paired_resident_equals_gpu0") else {
+        return;
+    };
+    let (x, y) = (batch(97, 7), batch(97, 8));
+    let replicated = ComputeOptions {
+        placement: Placement::Replicate,
+        ..on(GpuSet::all(), None, None)
+    };
+    let (rx, ry) = (
+        upload(&x, &replicated).unwrap(),
+        upload(&y, &replicated).unwrap(),
+    );
+    assert!(rx.is_replicated() && ry.is_replicated());
+    for soft in [
+        SoftDtw::new(0.5).unwrap(),
+        SoftDtw::new(0.5).unwrap().divergence(),
+    ] {
+        for variant in [None, Some(Variant::Warp), Some(Variant::Stencil)] {
+            let host = soft_dtw_pairs(&x, &y, soft, &on(gpu0(), variant, None)).unwrap();
+            for workers in [1, 3] {
+                split_resident_pairs(workers);
+                let options = ComputeOptions {
+                    gpu_variant: variant,
+                    ..replicated
+                };
+                let got = soft_dtw_pairs_resident(&rx, &ry, soft, &options);
+                split_resident_pairs(1);
+                assert_eq!(got.unwrap(), host, "{soft:?} {variant:?}, {workers} a GPU");
+            }
+        }
+        // Gradients, with respect to x alone and to both, in one chunk a
+        // block and in many (a budget of a few pairs' cost matrices).
+        let alone = on(gpu0(), None, None);
+        let (ox, oy) = (upload(&x, &alone).unwrap(), upload(&y, &alone).unwrap());
+        for (with_y, budget) in [(false, None), (true, None), (true, Some(256 << 10))] {
+            let options = |gpus| ComputeOptions {
+                placement: Placement::Replicate,
+                ..on(gpus, None, budget)
+            };
+            let one = soft_dtw_pairs_gradient_resident(&ox, &oy, soft, &options(gpu0()), with_y);
+            let one = one.unwrap();
+            for workers in [1, 3] {
+                split_resident_pairs(workers);
+                let all = options(GpuSet::all());
+                let got = soft_dtw_pairs_gradient_resident(&rx, &ry, soft, &all, with_y);
+                split_resident_pairs(1);
+                assert_eq!(
+                    got.unwrap(),
+                    one,
+                    "{soft:?} gradient {with_y} {budget:?}, {workers} a GPU"
+                );
+            }
         }
     }
 }

@@ -199,10 +199,6 @@ fn bad_input_is_a_clear_error() {
             second: 2
         }
     ));
-    assert!(matches!(
-        error(&query, &series, Device::Gpu),
-        Error::NotOnGpu(_)
-    ));
 
     let mut bad_query = query.clone();
     bad_query[[2, 0]] = f64::NAN;

@@ -140,7 +140,7 @@ pub(crate) unsafe fn paired_on_device<T: Float, P: KernelParams<T> + Differentia
                     with_y,
                     budget,
                     kernel,
-                    out,
+                    (out, 0..xb.paired_shapes(&yb, false).pairs()),
                 )?;
             }
         }

@@ -19,6 +19,7 @@
 //! (slower, but any length whose cost matrix fits the device).
 
 use super::gradient_launches::{gradient_into, ring_bytes, WARPS_PER_BLOCK};
+use super::values::{counted_workers, ResidentCopies};
 use crate::error::DriverCall;
 use crate::gpu::launch::stencil::shared_bytes;
 use crate::gpu::plan::paired_shapes::{GradientKernel, GradientPlan, Shapes};
@@ -185,6 +186,25 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
     budget: usize,
     kernel: GradientKernel,
 ) -> Result<PairedGradients<T>> {
+    let pairs = x.paired_shapes(y, divergence).pairs();
+    let flags = (divergence, with_y);
+    gradient_of_pairs(gpu, params, (x, y), flags, budget, kernel, 0..pairs)
+}
+
+/// [`gradient_on`] of the pairs `window` of the batches alone, laid out as
+/// [`paired_gradient`] lays out those of batches of just them (a block of
+/// a call spread over several GPUs that each hold the batches whole): the
+/// output buffer is the whole call's, of which only the window's part is
+/// written and comes back.
+fn gradient_of_pairs<T: Float, P: KernelParams<T> + Differentiable<T>>(
+    gpu: &Gpu,
+    params: P,
+    (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
+    (divergence, with_y): (bool, bool),
+    budget: usize,
+    kernel: GradientKernel,
+    window: Range<usize>,
+) -> Result<PairedGradients<T>> {
     let shapes = x.paired_shapes(y, divergence);
     let plan = GradientPlan::new(&shapes, x.dims(), with_y, kernel, 0);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
@@ -196,8 +216,9 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
         )));
     }
     let stream = &gpu.stream;
-    // SAFETY: [`gradient_into`] writes every output before the copies below
-    // read them (on the same stream).
+    // SAFETY: [`gradient_into`] zeroes or poisons every output, then the
+    // window's launches write its part, before the copies below read it (on
+    // the same stream).
     let results = unsafe { stream.alloc::<T>(outputs) }.call("allocating device memory")?;
     let base = results.device_ptr(stream).0;
     gradient_into(
@@ -208,26 +229,91 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
         with_y,
         budget - output_bytes,
         kernel,
-        base,
+        (base, window.clone()),
     )?;
+    // The window's values, launch after launch, then its samples' part of
+    // each gradient (the kernels write a series' gradient at its samples'
+    // offset in the batch).
+    let dims = x.dims();
+    let samples = |offsets: &[u64]| {
+        let (first, end) = (
+            offsets[window.start] - offsets[0],
+            offsets[window.end] - offsets[0],
+        );
+        (first as usize * dims, (end - first) as usize * dims)
+    };
+    let (in_x, in_y) = (samples(x.offsets()), samples(y.offsets()));
     let (grad_x, grad_y) = plan.gradients(0);
-    let mut parts = vec![(0, launches * pairs), (grad_x, plan.x_values)];
-    parts.extend(grad_y.map(|g| (g, plan.y_values)));
+    let values = (0..launches).map(|l| (l * pairs + window.start, window.len()));
+    let mut parts: Vec<(usize, usize)> = values.collect();
+    parts.push((grad_x + in_x.0, in_x.1));
+    parts.extend(grad_y.map(|g| (g + in_y.0, in_y.1)));
     if divergence {
-        parts.push((plan.gradients(1).0, plan.x_values));
+        parts.push((plan.gradients(1).0 + in_x.0, in_x.1));
         if with_y {
-            parts.push((plan.gradients(2).0, plan.y_values));
+            parts.push((plan.gradients(2).0 + in_y.0, in_y.1));
         }
     }
-    let mut parts = outputs_to_host((&gpu.stream, &gpu.pool), &results, &parts)?.into_iter();
+    let back = outputs_to_host((&gpu.stream, &gpu.pool), &results, &parts)?;
+    let mut parts = back.into_iter();
+    let values: Vec<T> = parts.by_ref().take(launches).flatten().collect();
     let mut next = || parts.next().expect("one vector a part");
     Ok(PairedGradients {
-        values: next(),
+        values,
         grad_x: next(),
         grad_y: grad_y.map(|_| next()),
         grad_xx: divergence.then(&mut next),
         grad_yy: (divergence && with_y).then(next),
     })
+}
+
+/// Zero values and gradients of a paired call over batches with these
+/// sample offsets, for its blocks to be placed in.
+fn zero_gradients<T: Float>(
+    (x, y): (&[u64], &[u64]),
+    dims: usize,
+    (divergence, with_y): (bool, bool),
+) -> PairedGradients<T> {
+    let pairs = x.len() - 1;
+    let launches = if divergence { 3 } else { 1 };
+    let zeros = |offsets: &[u64]| vec![T::ZERO; offsets[pairs] as usize * dims];
+    PairedGradients {
+        values: vec![T::ZERO; launches * pairs],
+        grad_x: zeros(x),
+        grad_y: with_y.then(|| zeros(y)),
+        grad_xx: divergence.then(|| zeros(x)),
+        grad_yy: (divergence && with_y).then(|| zeros(y)),
+    }
+}
+
+/// Puts the results of the pairs `range` (laid out as a call of just them
+/// lays them out) in place in the whole call's.
+fn place_gradients<T: Float>(
+    whole: &mut PairedGradients<T>,
+    (x, y): (&[u64], &[u64]),
+    dims: usize,
+    range: Range<usize>,
+    got: PairedGradients<T>,
+) {
+    let pairs = x.len() - 1;
+    for (l, values) in got.values.chunks(range.len()).enumerate() {
+        whole.values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(values);
+    }
+    // The values of a range of pairs in a batch laid out like its values.
+    let samples =
+        |offsets: &[u64]| offsets[range.start] as usize * dims..offsets[range.end] as usize * dims;
+    let (in_x, in_y) = (samples(x), samples(y));
+    whole.grad_x[in_x.clone()].copy_from_slice(&got.grad_x);
+    let parts = [
+        (whole.grad_y.as_mut(), got.grad_y.as_ref(), in_y.clone()),
+        (whole.grad_xx.as_mut(), got.grad_xx.as_ref(), in_x),
+        (whole.grad_yy.as_mut(), got.grad_yy.as_ref(), in_y),
+    ];
+    for (into, from, at) in parts {
+        if let (Some(into), Some(from)) = (into, from) {
+            into[at].copy_from_slice(from);
+        }
+    }
 }
 
 /// Device memory a gradient computation over device batches of `shapes`
@@ -314,6 +400,73 @@ pub(crate) fn paired_gradient_variant<T: Float>(
     )
 }
 
+/// [`paired_gradient_resident`] on every GPU of `copies` (each GPU with
+/// its copies of both sets, whole): blocks of pairs handed out from one
+/// queue as [`paired_gradient_spread`] hands them out, the kernel chosen
+/// once for the whole sets, so the result is one GPU's.
+pub(crate) fn paired_gradient_resident_spread<T, P>(
+    copies: &[ResidentCopies<'_, T>],
+    variant: Option<Variant>,
+    params: P,
+    (divergence, with_y): (bool, bool),
+    memory_budget: Option<usize>,
+) -> Result<PairedGradients<T>>
+where
+    T: Float,
+    P: KernelParams<T> + Differentiable<T>,
+{
+    let copies = counted_workers(copies);
+    let (gpu, x, y) = copies[0];
+    let pairs = x.offsets().len() - 1;
+    if copies.len() == 1 || pairs < 2 {
+        return paired_gradient_resident(
+            gpu,
+            variant,
+            params,
+            (x, y),
+            divergence,
+            with_y,
+            memory_budget,
+        );
+    }
+    let (xb, yb) = (x.batch(), y.batch());
+    let shapes = xb.paired_shapes(&yb, divergence);
+    // The kernel one GPU would take for the whole sets.
+    let choice = (variant, shapes.longest_columns(), pairs);
+    let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, choice, x.dims())?;
+    let needed = gradient_call_bytes::<T>(kernel, &shapes, x.dims(), with_y, true);
+    let gpus: Vec<&'static Gpu> = copies.iter().map(|copy| copy.0).collect();
+    let whole = Mutex::new(zero_gradients(
+        (x.offsets(), y.offsets()),
+        x.dims(),
+        (divergence, with_y),
+    ));
+    let length = |offsets: &[u64], k: usize| offsets[k + 1] - offsets[k];
+    let cost = |k: usize| length(x.offsets(), k) * length(y.offsets(), k);
+    spread_pair_blocks(
+        &gpus,
+        (pairs, cost),
+        shapes.launches(),
+        |gpu, range| {
+            let (gpu, x, y) = *copies
+                .iter()
+                .find(|copy| std::ptr::eq(copy.0, gpu))
+                .expect("every GPU of the spread holds both sets");
+            let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
+            let batches = (&x.batch(), &y.batch());
+            let flags = (divergence, with_y);
+            let result = gradient_of_pairs(gpu, params, batches, flags, budget, kernel, range);
+            gpu.settle(result.is_err());
+            result
+        },
+        |range, got| {
+            let mut guard = whole.lock().unwrap_or_else(|p| p.into_inner());
+            place_gradients(&mut guard, (x.offsets(), y.offsets()), x.dims(), range, got);
+        },
+    )?;
+    Ok(whole.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
 /// [`paired_gradient`] on every GPU of `gpus`: blocks of pairs handed out
 /// from one queue (a few per GPU), each block's values and gradients put
 /// in place, so the result is the one GPU's (a pair's gradient does not
@@ -348,19 +501,8 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
     }
     let launches = if divergence { 3 } else { 1 };
     let dims = x.dims();
-    let (x_offsets, y_offsets) = (x.parts().1, y.parts().1);
-    // The values of a range of pairs in a batch laid out like its values.
-    let samples = |offsets: &[u64], range: &Range<usize>| {
-        offsets[range.start] as usize * dims..offsets[range.end] as usize * dims
-    };
-    let zeros = |offsets: &[u64]| vec![T::ZERO; offsets[pairs] as usize * dims];
-    let whole = Mutex::new(PairedGradients {
-        values: vec![T::ZERO; launches * pairs],
-        grad_x: zeros(x_offsets),
-        grad_y: with_y.then(|| zeros(y_offsets)),
-        grad_xx: divergence.then(|| zeros(x_offsets)),
-        grad_yy: (divergence && with_y).then(|| zeros(y_offsets)),
-    });
+    let offsets = (x.parts().1, y.parts().1);
+    let whole = Mutex::new(zero_gradients(offsets, dims, (divergence, with_y)));
     let cost = |k: usize| (x.series_len(k) * y.series_len(k)) as u64;
     spread_pair_blocks(
         gpus,
@@ -380,23 +522,7 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
         },
         |range, got| {
             let mut guard = whole.lock().unwrap_or_else(|p| p.into_inner());
-            let whole = &mut *guard;
-            for l in 0..launches {
-                whole.values[l * pairs + range.start..l * pairs + range.end]
-                    .copy_from_slice(&got.values[l * range.len()..(l + 1) * range.len()]);
-            }
-            let (in_x, in_y) = (samples(x_offsets, &range), samples(y_offsets, &range));
-            whole.grad_x[in_x.clone()].copy_from_slice(&got.grad_x);
-            let parts = [
-                (whole.grad_y.as_mut(), got.grad_y.as_ref(), in_y.clone()),
-                (whole.grad_xx.as_mut(), got.grad_xx.as_ref(), in_x),
-                (whole.grad_yy.as_mut(), got.grad_yy.as_ref(), in_y),
-            ];
-            for (into, from, at) in parts {
-                if let (Some(into), Some(from)) = (into, from) {
-                    into[at].copy_from_slice(from);
-                }
-            }
+            place_gradients(&mut guard, offsets, dims, range, got);
         },
     )?;
     Ok(whole.into_inner().unwrap_or_else(|p| p.into_inner()))

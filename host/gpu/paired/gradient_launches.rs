@@ -24,11 +24,12 @@ use timewarp_kernels::{Differentiable, Driver, KernelId};
 /// multiple of a pair's warps).
 pub(super) const WARPS_PER_BLOCK: usize = 4;
 
-/// The launches of a gradient computation, writing to the output buffer
-/// at device address `out` (laid out as [`GradientPlan`] says; it is
-/// zeroed and its values poisoned here first), with the stores of each
-/// chunk in `budget`. Returns once the launches are queued on the GPU's
-/// stream.
+/// The launches of a gradient computation of the pairs `window` of the
+/// batches (all of them, or a block of a call spread over several GPUs),
+/// writing to the output buffer at device address `out` (laid out as
+/// [`GradientPlan`] says for all the pairs; it is zeroed and its values
+/// poisoned here first), with the stores of each chunk in `budget`.
+/// Returns once the launches are queued on the GPU's stream.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     gpu: &Gpu,
@@ -38,7 +39,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     with_y: bool,
     budget: usize,
     kernel: GradientKernel,
-    out: u64,
+    (out, window): (u64, Range<usize>),
 ) -> Result<()> {
     let shapes = x.paired_shapes(y, divergence);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
@@ -50,7 +51,7 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
         ring_bytes::<T>(kernel, &shapes, x.dims()),
     );
     debug_assert_eq!((plan.x_values, plan.y_values), (x.values(), y.values()));
-    let ranges = chunk_ranges::<T>(&plan, &shapes, budget)?;
+    let ranges = chunk_ranges::<T>(&plan, &shapes, budget, window)?;
     let stream = &gpu.stream;
     // The values poisoned with NaN (a pair the kernel failed to write
     // cannot pass for a result), the gradients zeroed (the kernel adds to
@@ -123,26 +124,32 @@ pub(crate) fn gradient_into<T: Float, P: KernelParams<T> + Differentiable<T>>(
     Ok(())
 }
 
-/// The chunks of pairs whose stores fit `budget`: one, without a pass over
-/// the pairs, when every pair's workspace would fit as the largest
-/// possible one.
+/// The chunks of the pairs `window` whose stores fit `budget`: one,
+/// without a pass over the pairs, when every pair's workspace would fit as
+/// the largest possible one.
 fn chunk_ranges<T: Float>(
     plan: &GradientPlan,
     shapes: &Shapes,
     budget: usize,
+    window: Range<usize>,
 ) -> Result<Vec<Range<usize>>> {
-    let pairs = shapes.pairs();
+    let pairs = window.len();
     let all_fit = pairs > 0 && pairs.saturating_mul(plan.largest_workspace::<T>(shapes)) <= budget;
     if all_fit && pairs as u64 <= MAX_BLOCKS {
-        return Ok(std::iter::once(0..pairs).collect());
+        return Ok(vec![window]);
     }
-    chunks(
+    let first = window.start;
+    let ranges = chunks(
         pairs,
         budget,
         0,
-        |k| plan.workspace_of::<T>(shapes, k),
+        |k| plan.workspace_of::<T>(shapes, first + k),
         "its Soft-DTW gradient",
-    )
+    )?;
+    Ok(ranges
+        .into_iter()
+        .map(|r| first + r.start..first + r.end)
+        .collect())
 }
 
 /// The device memory the chunks of a gradient computation share, in one

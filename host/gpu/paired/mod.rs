@@ -32,9 +32,12 @@ mod values;
 
 pub(crate) use caller_memory::{output_len, paired_on_device, ForeignShape, Wanted};
 pub(crate) use gradient::{
-    paired_gradient_resident, paired_gradient_spread, paired_gradient_variant,
+    paired_gradient_resident_spread, paired_gradient_spread, paired_gradient_variant,
 };
 pub use streamed_values::{
     inject_streamed_fault, streamed_fallbacks, this_thread_streamed_calls, StreamedFault,
 };
-pub(crate) use values::{paired_value_variant, paired_values_resident, paired_values_spread};
+pub use values::split_resident_pairs;
+pub(crate) use values::{
+    paired_value_variant, paired_values_resident_spread, paired_values_spread, ResidentCopies,
+};

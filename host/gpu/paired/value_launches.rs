@@ -140,6 +140,8 @@ pub(crate) struct ValuePlan<'g, T, P> {
     buffer: Option<CudaSlice<T>>,
     borders_at: usize,
     device_out: Option<u64>,
+    /// The batches' series of the plan's first pair ([`ValuePlan::starting_at_pair`]).
+    first: usize,
 }
 
 impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
@@ -244,14 +246,22 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
             buffer,
             borders_at,
             device_out,
+            first: 0,
         })
+    }
+
+    /// The plan for the pairs `first..` of the batches it runs over: its
+    /// `shapes` were those pairs' (a block of a call spread over several
+    /// GPUs, of sets that each GPU holds whole).
+    pub(crate) fn starting_at_pair(self, first: usize) -> Self {
+        ValuePlan { first, ..self }
     }
 
     /// Runs the plan over device batches `x` and `y` of the planned shapes.
     /// Returns once the values are where they go: the batches may be freed
     /// then.
     pub(crate) fn run(self, (x, y): (&DeviceBatch<T>, &DeviceBatch<T>)) -> Result<Vec<T>> {
-        debug_assert_eq!(x.paired_shapes(y, false).pairs(), self.pairs);
+        debug_assert!(x.paired_shapes(y, false).pairs() >= self.first + self.pairs);
         let (gpu, stream) = (self.gpu, &self.gpu.stream);
         let (pairs, launches, border) = (self.pairs, self.launches, self.border);
         let base = self.buffer.as_ref().map_or(0, |b| b.device_ptr(stream).0);
@@ -274,7 +284,8 @@ impl<'g, T: Float, P: KernelParams<T>> ValuePlan<'g, T, P> {
             }
             for (l, launch) in planned.iter().enumerate() {
                 let (a, b) = operands(l, x, y);
-                let refs = (a.view(range.clone()), b.view(range.clone()));
+                let series = self.first + range.start..self.first + range.end;
+                let refs = (a.view(series.clone()), b.view(series));
                 let out = match &self.mapped {
                     Some(values) => values.address::<T>(l * pairs + range.start),
                     None => at(l * len),

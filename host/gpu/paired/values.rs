@@ -36,7 +36,9 @@ use crate::gpu::transfer::call_uploads::{
 use crate::gpu::transfer::uploads::{DeviceBatch, DeviceSeriesSet};
 use crate::{Float, Result, SeriesSet, Variant};
 use cudarc::driver::result as driver;
+use std::cell::Cell;
 use std::mem::size_of;
+use std::ops::Range;
 use std::sync::Mutex;
 
 /// The variant asked for, or the default for `shapes`.
@@ -211,6 +213,88 @@ pub(crate) fn paired_values_resident<T: Float, P: KernelParams<T>>(
     values
 }
 
+thread_local! {
+    /// Workers a GPU of a resident spread counts as ([`split_resident_pairs`]).
+    static WORKERS_A_GPU: Cell<usize> = const { Cell::new(1) };
+}
+
+/// Test hook: this thread's paired values and gradients of resident sets
+/// are spread as if each GPU were `workers` GPUs (its blocks cut and computed one after
+/// another on it), so that one GPU runs the several-GPU path; 1 undoes it.
+pub fn split_resident_pairs(workers: usize) {
+    WORKERS_A_GPU.with(|w| w.set(workers.max(1)));
+}
+
+/// `copies`, each GPU as many times as [`split_resident_pairs`] counts it.
+pub(super) fn counted_workers<'a, T>(
+    copies: &[ResidentCopies<'a, T>],
+) -> Vec<ResidentCopies<'a, T>> {
+    let workers = WORKERS_A_GPU.with(Cell::get);
+    copies
+        .iter()
+        .flat_map(|copy| std::iter::repeat_n(*copy, workers))
+        .collect()
+}
+
+/// [`paired_values_resident`] on every GPU of `copies` (each GPU with its
+/// copies of both sets, whole): blocks of pairs handed out from one queue
+/// as [`paired_values_spread`] hands them out, so the result is one
+/// GPU's. The variant is chosen once for the whole sets.
+pub(crate) fn paired_values_resident_spread<T: Float, P: KernelParams<T>>(
+    copies: &[ResidentCopies<'_, T>],
+    variant: Option<Variant>,
+    params: P,
+    divergence: bool,
+    memory_budget: Option<usize>,
+) -> Result<Vec<T>> {
+    let copies = counted_workers(copies);
+    let (gpu, x, y) = copies[0];
+    let pairs = x.offsets().len() - 1;
+    if copies.len() == 1 || pairs < 2 {
+        return paired_values_resident(gpu, variant, params, (x, y), divergence, memory_budget);
+    }
+    let (xl, yl) = (x.lengths(), y.lengths());
+    let shapes = Shapes::known(x.offsets(), y.offsets(), divergence, xl, yl);
+    let variant = choose(variant, &shapes)?;
+    let launches = shapes.launches();
+    let gpus: Vec<&'static Gpu> = copies.iter().map(|copy| copy.0).collect();
+    let values = Mutex::new(vec![T::ZERO; launches * pairs]);
+    let length = |offsets: &[u64], k: usize| offsets[k + 1] - offsets[k];
+    let cost = |k: usize| length(x.offsets(), k) * length(y.offsets(), k);
+    spread_pair_blocks(
+        &gpus,
+        (pairs, cost),
+        launches,
+        |gpu, range| {
+            let (gpu, x, y) = *copies
+                .iter()
+                .find(|copy| std::ptr::eq(copy.0, gpu))
+                .expect("every GPU of the spread holds both sets");
+            let (xs, ys) = (x.offsets(), y.offsets());
+            let block = range.start..=range.end;
+            let shapes = Shapes::new(&xs[block.clone()], &ys[block], divergence);
+            let needed = value_call_bytes::<T, P>(&params, variant, &shapes, x.dims());
+            let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
+            let batches = (&x.batch(), &y.batch());
+            let values = values_of_pairs(gpu, variant, params, batches, range, divergence, budget);
+            gpu.settle(values.is_err());
+            values
+        },
+        |range, got| {
+            let mut values = values.lock().unwrap_or_else(|p| p.into_inner());
+            for l in 0..launches {
+                values[l * pairs + range.start..l * pairs + range.end]
+                    .copy_from_slice(&got[l * range.len()..(l + 1) * range.len()]);
+            }
+        },
+    )?;
+    Ok(values.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// A GPU and its copies of two resident sets, whole.
+pub(crate) type ResidentCopies<'a, T> =
+    (&'static Gpu, &'a DeviceSeriesSet<T>, &'a DeviceSeriesSet<T>);
+
 /// The values of the pairs of two device batches, as [`paired_values`]
 /// lays them out, with `variant` (stencil, warp or tiled); what the
 /// launches allocate fits `budget`, in chunks. Returned, or with
@@ -228,10 +312,31 @@ pub(crate) fn values_on<T: Float, P: KernelParams<T>>(
 ) -> Result<Vec<T>> {
     let shapes = x.paired_shapes(y, divergence);
     if variant == Variant::Tiled {
-        return tiled_values_on(gpu, params, (x, y), &shapes, budget, device_out);
+        return tiled_values_on(gpu, params, (x, y), (&shapes, 0), budget, device_out);
     }
     let plan = ValuePlan::new(gpu, variant, params, &shapes, x.dims(), budget, device_out)?;
     plan.run((x, y))
+}
+
+/// [`values_on`] of the pairs `pairs` of two device batches alone, laid
+/// out as [`paired_values`] lays out those of batches of just them.
+fn values_of_pairs<T: Float, P: KernelParams<T>>(
+    gpu: &Gpu,
+    variant: Variant,
+    params: P,
+    (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
+    pairs: Range<usize>,
+    divergence: bool,
+    budget: usize,
+) -> Result<Vec<T>> {
+    let block = pairs.start..=pairs.end;
+    let shapes = Shapes::new(&x.offsets()[block.clone()], &y.offsets()[block], divergence);
+    let first = pairs.start;
+    if variant == Variant::Tiled {
+        return tiled_values_on(gpu, params, (x, y), (&shapes, first), budget, None);
+    }
+    let plan = ValuePlan::new(gpu, variant, params, &shapes, x.dims(), budget, None)?;
+    plan.starting_at_pair(first).run((x, y))
 }
 
 /// [`values_on`] with the tiled kernel: a pair at a time.
@@ -239,7 +344,7 @@ fn tiled_values_on<T: Float, P: KernelParams<T>>(
     gpu: &Gpu,
     params: P,
     (x, y): (&DeviceBatch<T>, &DeviceBatch<T>),
-    shapes: &Shapes,
+    (shapes, first): (&Shapes, usize),
     budget: usize,
     device_out: Option<u64>,
 ) -> Result<Vec<T>> {
@@ -248,7 +353,8 @@ fn tiled_values_on<T: Float, P: KernelParams<T>>(
     for l in 0..launches {
         let (a, b) = operands(l, x, y);
         for k in 0..pairs {
-            let pair = (a.view(k..k + 1), b.view(k..k + 1));
+            let series = first + k..first + k + 1;
+            let pair = (a.view(series.clone()), b.view(series));
             let lengths = shapes.lengths(l, k);
             values.push(pair_pipelined_on(gpu, params, pair, lengths, budget)?);
         }

@@ -22,6 +22,8 @@
 //!                 one queue, tested with fake workers
 //! search          the subsequence search: when `Auto` takes the GPU, its
 //!                 chunks of starts and DTW launches within the budget
+//! subsequence     the open-ended subsequence alignment: when `Auto` takes
+//!                 the GPU, its kernel, chunks, segments and tiles
 //! ```
 
 pub(super) mod blocks;
@@ -31,6 +33,7 @@ pub(super) mod paired_shapes;
 pub(super) mod search;
 pub(super) mod select;
 pub(super) mod spread;
+pub(super) mod subsequence;
 
 use crate::{Error, Float, Result, SeriesSet};
 use std::mem::size_of;

@@ -7,6 +7,7 @@ use timewarp_kernels::launch::neighbours::{GatherLaunch, KnnLaunch};
 use timewarp_kernels::launch::pairs::{PairsLaunch, StencilLaunch};
 use timewarp_kernels::launch::search::SearchLaunch;
 use timewarp_kernels::launch::streamed::StreamedLaunch;
+use timewarp_kernels::launch::subsequence::SubsequenceLaunch;
 
 /// The one kernel parameter, a `#[repr(C)]` struct shared with the device
 /// crate, passed by value.
@@ -41,3 +42,7 @@ unsafe impl DeviceRepr for KernelArgument<SearchLaunch> {}
 unsafe impl<T: Copy> DeviceRepr for KernelArgument<KnnLaunch<T>> {}
 // SAFETY: as above.
 unsafe impl<T: Copy> DeviceRepr for KernelArgument<GatherLaunch<T>> {}
+// SAFETY: `SubsequenceLaunch` is `#[repr(C)]` and `Copy`, laid out alike by
+// the host and the nvptx64 compiler (one definition, 64-bit pointers on
+// both).
+unsafe impl DeviceRepr for KernelArgument<SubsequenceLaunch> {}

@@ -118,6 +118,11 @@ impl<'a, T> DeviceBatch<'a, T> {
         self.layout.dims
     }
 
+    /// Its `len + 1` sample offsets (only their differences count).
+    pub(crate) fn offsets(&self) -> &'a [u64] {
+        self.offsets
+    }
+
     /// Values of all its samples (`samples * dims`): what a gradient with
     /// respect to it holds, laid out like its values, at the positions the
     /// kernels compute from its device offsets.

@@ -2,13 +2,15 @@
 //! these `#[repr(C)]` structs by value, which both sides compile from this
 //! one definition, so the layouts cannot drift apart. The pair-kernel
 //! launches number their pairs one way ([`Numbering`]). The subsequence
-//! search's kernels share [`search::SearchLaunch`].
+//! search's kernels share [`search::SearchLaunch`]; the open-ended
+//! subsequence alignment's take [`subsequence::SubsequenceLaunch`].
 
 pub mod long_pair;
 pub mod neighbours;
 pub mod pairs;
 pub mod search;
 pub mod streamed;
+pub mod subsequence;
 
 use crate::Real;
 

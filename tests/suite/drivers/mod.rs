@@ -9,6 +9,7 @@ mod gradient;
 mod rows;
 mod stencil;
 mod streamed;
+mod subsequence;
 
 /// The GPU's three-way minimum of DTW's costs (`f32`: the integer minimum
 /// of the bits) is the float minimum for every triple of zero, subnormal,
