@@ -35,6 +35,7 @@ use crate::Result;
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::sync_channel;
+use std::time::{Duration, Instant};
 use timewarp_kernels::launch::search::pruned_by;
 
 /// The search of `plan` in `series` on `gpu`.
@@ -78,22 +79,32 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
     let searched = std::thread::scope(|scope| {
         let (send, chunks) = sync_channel(1);
         let reader = scope.spawn(move || read_ahead(plan, series, chunk_starts, &send, emptied));
+        let mut phases = Phases::default();
         let searched = (|| {
+            let mut waited = Instant::now();
             for chunk in chunks {
                 interrupt::check()?;
                 let (first, buffer, len) = chunk?;
+                let started = Instant::now();
+                phases.waiting += started - waited;
                 let survivors = device.bounds(&buffer, len, state.cutoff());
                 // The copy from the buffer has ended: the reader may fill it.
                 let _ = free.send(buffer);
                 let survivors = survivors?;
+                let bounded = Instant::now();
+                phases.bounds += bounded - started;
                 let max_batch = device.max_batch();
                 state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
                     interrupt::check()?;
                     device.dtw(candidates, cutoff)
                 })?;
+                waited = Instant::now();
+                phases.dtw += waited - bounded;
+                phases.chunks += 1;
             }
             Ok(())
         })();
+        phases.report();
         // An early return has dropped `chunks`: the reader stops at its
         // next chunk. Its buffers come back with it.
         drop(free);
@@ -106,6 +117,32 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
     }
     searched?;
     Ok(state.finish())
+}
+
+/// Where a search's time went, printed on stderr when
+/// `TIMEWARP_SEARCH_PHASES=1` (docs/algorithms.md, "Search"): waiting for
+/// the reader's chunks, the upload and bounds of each (with the
+/// survivors' copy back), and the DTW launches and the host's selection.
+#[derive(Default)]
+struct Phases {
+    chunks: usize,
+    waiting: Duration,
+    bounds: Duration,
+    dtw: Duration,
+}
+
+impl Phases {
+    fn report(&self) {
+        if std::env::var("TIMEWARP_SEARCH_PHASES").is_ok_and(|v| v == "1") {
+            eprintln!(
+                "search phases: {} chunks; waiting for chunks {:.4} s, upload and bounds {:.4} s, DTWs {:.4} s",
+                self.chunks,
+                self.waiting.as_secs_f64(),
+                self.bounds.as_secs_f64(),
+                self.dtw.as_secs_f64()
+            );
+        }
+    }
 }
 
 /// What the host keeps between chunks: the costs computed up to the

@@ -245,7 +245,7 @@ fn multi_gpu_paired_resident_equals_gpu0() {
         // block and in many (a budget of a few pairs' cost matrices).
         let alone = on(gpu0(), None, None);
         let (ox, oy) = (upload(&x, &alone).unwrap(), upload(&y, &alone).unwrap());
-        for (with_y, budget) in [(false, None), (true, None), (true, Some(256 << 10))] {
+        for (with_y, budget) in [(false, None), (true, None), (true, Some(512 << 10))] {
             let options = |gpus| ComputeOptions {
                 placement: Placement::Replicate,
                 ..on(gpus, None, budget)
