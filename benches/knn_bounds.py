@@ -1,6 +1,7 @@
 """k-NN under banded DTW on the CPU or the GPU (`--device gpu`: the
 database resident on one GPU, the bounds on the GPU and the survivors'
-distances by the GPU brute force's own kernel): the lower bounds (LB_Kim, LB_Keogh
+distances by the GPU brute force's own kernel, a path that is not the
+default there and that this script turns on, `TIMEWARP_GPU_KNN_BOUNDS=1`): the lower bounds (LB_Kim, LB_Keogh
 both ways, the DTW abandoned against each query's k-th best) against the
 brute force (every distance, `brute_force=True`), with the results checked
 equal: the same indices and the same distances bit for bit.
@@ -77,6 +78,8 @@ def main() -> None:
     parser.add_argument("--brute-repeat", type=int, default=1, help="calls by brute force")
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     args = parser.parse_args()
+    # Read at the first GPU k-NN: the bounds' path on the GPU is opt-in.
+    os.environ.setdefault("TIMEWARP_GPU_KNN_BOUNDS", "1")
     radius = int(args.band * args.length)
     queries, _ = cbf(np.random.default_rng(1), args.queries, args.length)
     # Warm-up: the thread pool and the extension's first calls.

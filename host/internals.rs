@@ -5,9 +5,9 @@
 //! documentation, and free to change with the code.
 
 pub use crate::api::{
-    hirschberg, CpuLastColumn, DtwPair, GpuLastColumn, LastColumn, Pass, PassSeries, PathPair,
-    SubPair, TwedPair, GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS, KNN_BLOCK_VALUES,
-    PATH_WORKSPACE_BYTES,
+    hirschberg, use_gpu_knn_bounds, CpuLastColumn, DtwPair, GpuLastColumn, LastColumn, Pass,
+    PassSeries, PathPair, SubPair, TwedPair, GPU_LAST_COLUMN_MIN_CELLS, HIRSCHBERG_LEAF_CELLS,
+    KNN_BLOCK_VALUES, PATH_WORKSPACE_BYTES,
 };
 pub use crate::cpu::lanes::{exp_lanes, ln_lanes, LaneReal, Lanes};
 pub use crate::cpu::lockstep;

@@ -11,7 +11,7 @@ mod soft_dtw;
 pub use matrix::{
     distance, distance_matrix, distance_matrix_resident, matrix_variant, resident_matrix_variant,
 };
-pub use neighbours::{nearest_neighbours, Neighbours, KNN_BLOCK_VALUES};
+pub use neighbours::{nearest_neighbours, use_gpu_knn_bounds, Neighbours, KNN_BLOCK_VALUES};
 pub use on_device::{
     soft_dtw_device_output_len, soft_dtw_pairs_on_device, DeviceBatchRef, SoftDtwOutputs,
 };

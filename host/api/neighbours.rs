@@ -72,11 +72,34 @@ fn check_k(k: usize, size: usize) -> Result<()> {
     Ok(())
 }
 
+thread_local! {
+    /// This thread's choice of the GPU's bounds ([`use_gpu_knn_bounds`]).
+    static GPU_BOUNDS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Test and bench hook: this thread's k-NN over a database on one GPU
+/// takes the lower bounds (`Some(true)`), the brute force (`Some(false)`),
+/// or the default (`None`): the brute force, unless
+/// `TIMEWARP_GPU_KNN_BOUNDS=1`. On the GPU the bounds' path is slower than
+/// the brute force today (docs/benchmarks.md, "k-NN with lower bounds"),
+/// so it is not the default.
+pub fn use_gpu_knn_bounds(choice: Option<bool>) {
+    GPU_BOUNDS.with(|c| c.set(choice));
+}
+
+fn gpu_bounds_chosen() -> bool {
+    static FROM_ENV: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    GPU_BOUNDS.with(std::cell::Cell::get).unwrap_or_else(|| {
+        *FROM_ENV.get_or_init(|| std::env::var("TIMEWARP_GPU_KNN_BOUNDS").is_ok_and(|v| v == "1"))
+    })
+}
+
 /// The neighbours by the lower bounds, where they apply: DTW with a band
 /// narrower than the series, bounds not turned off, distances that cannot
 /// overflow ([`whole::slack`]); a database on the host (the CPU's cascade)
-/// or on one GPU (`search::gpu_knn`: the bounds on the GPU, the
-/// survivors' distances by the brute force's pair kernel).
+/// or, when chosen ([`use_gpu_knn_bounds`]), on one GPU
+/// (`search::gpu_knn`: the bounds on the GPU, the survivors' distances by
+/// the brute force's pair kernel).
 fn with_bounds<T: Float>(
     queries: &SeriesSet<T>,
     database: &ResidentSet<T>,
@@ -108,6 +131,7 @@ fn with_bounds<T: Float>(
             };
             whole::nearest(queries, set, k, radius, slack)?
         }
+        Storage::Gpu(_) if !gpu_bounds_chosen() => return Ok(None),
         Storage::Gpu(set) => {
             let variant = resident_matrix_variant(options)?;
             let how = (variant, options.gpu_memory_budget);

@@ -14,6 +14,11 @@ import timewarp
 
 REQUIRE_GPU = os.environ.get("REQUIRE_GPU") == "1"
 
+# The GPU k-NN's lower bounds are not the default (the brute force is
+# faster there today); this suite runs them, so that they are checked
+# against the brute force (test_gpu.py).
+os.environ.setdefault("TIMEWARP_GPU_KNN_BOUNDS", "1")
+
 
 def _skip_or_fail(reason: str) -> None:
     if REQUIRE_GPU:

@@ -13,6 +13,7 @@ use ndarray::Array2;
 use rand::rngs::StdRng;
 use rand::Rng;
 use rand_distr::StandardNormal;
+use timewarp::internals::use_gpu_knn_bounds;
 use timewarp::search::PruningStats;
 use timewarp::{nearest_neighbours, upload, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet};
 
@@ -62,7 +63,11 @@ fn as_brute_force<T: Float>(
 ) -> PruningStats {
     let metric = Metric::Dtw(Dtw::with_band(radius));
     let resident = upload(database, &gpu(false)).unwrap();
-    let fast = nearest_neighbours(queries, &resident, k, metric, &gpu(false)).unwrap();
+    // The bounds' path on the GPU is not the default (it is slower today).
+    use_gpu_knn_bounds(Some(true));
+    let fast = nearest_neighbours(queries, &resident, k, metric, &gpu(false));
+    use_gpu_knn_bounds(None);
+    let fast = fast.unwrap();
     let brute = nearest_neighbours(queries, &resident, k, metric, &gpu(true)).unwrap();
     assert!(brute.pruning.is_none());
     let context = format!("k {k}, radius {radius}, {}", T::NAME);
