@@ -5,7 +5,7 @@
 # unless both passed. Run it before every submission that touches GPU code.
 #
 # On the CPU machine (the repository's root):
-#   ../shared/tools/stage-gpu --bin timewarp
+#   bash tools/stage_gpu.sh          (stage-gpu, and both unit-test binaries)
 #   maturin build --release -m python/Cargo.toml -o .whl   # the wheel, abi3
 #   pip download dask distributed partd locket tblib zict tornado into .whl
 #     (docs/testing.md, "The GPU gate", has the exact command)
@@ -30,6 +30,11 @@ fi
 # build's root to this tree): put the staged one there.
 if [[ -f .gpu/payload.tar.xz ]]; then
     tar -xJf .gpu/payload.tar.xz -C .gpu && rm -f .gpu/payload.tar.xz
+fi
+# tools/stage_gpu.sh stages the library's and the binary's unit tests
+# under names of their own; `timewarp` is one of them again.
+if [[ -x .gpu/tests/timewarp-lib && -x .gpu/tests/timewarp-bin ]]; then
+    rm -f .gpu/tests/timewarp
 fi
 if [[ -x .gpu/bin/timewarp ]]; then
     mkdir -p target/release && cp .gpu/bin/timewarp target/release/timewarp

@@ -29,6 +29,11 @@ started=$(date +%s)
 if [[ -f .gpu/payload.tar.xz ]]; then
     tar -xJf .gpu/payload.tar.xz -C .gpu && rm -f .gpu/payload.tar.xz
 fi
+# tools/stage_gpu.sh stages the library's and the binary's unit tests
+# under names of their own; `timewarp` is one of them again.
+if [[ -x .gpu/tests/timewarp-lib && -x .gpu/tests/timewarp-bin ]]; then
+    rm -f .gpu/tests/timewarp
+fi
 if ls .whl/*.whl >/dev/null 2>&1 && [[ ! -d /tmp/gate-site ]]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
         --target /tmp/gate-site .whl/*.whl || { echo "sanitize: wheels did not install"; exit 1; }
