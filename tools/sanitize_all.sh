@@ -31,6 +31,9 @@ if [[ -f .gpu/payload.tar.xz ]]; then
 fi
 # tools/stage_gpu.sh stages the library's and the binary's unit tests
 # under names of their own; `timewarp` is one of them again.
+if [[ -f .gpu/unit-tests.tar.xz ]]; then
+    tar -xJf .gpu/unit-tests.tar.xz -C .gpu && rm -f .gpu/unit-tests.tar.xz
+fi
 if [[ -x .gpu/tests/timewarp-lib && -x .gpu/tests/timewarp-bin ]]; then
     rm -f .gpu/tests/timewarp
 fi

@@ -8,7 +8,7 @@
 //!    two-pass statistics, prunes the starts with a bound above the
 //!    cutoff of the threshold now (counting each for the first such
 //!    bound) and compacts the others into a list, which alone comes back;
-//!    the host sorts it by the largest bound;
+//!    the host takes it by the largest bound, lowest first;
 //! 2. the survivors' DTWs run on the GPU in launches of growing size, the
 //!    lowest bounds first, each launch abandoning at the cutoff of the
 //!    threshold when it starts; the host offers the costs to the same
@@ -94,8 +94,11 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
                 let bounded = Instant::now();
                 phases.bounds += bounded - started;
                 let max_batch = device.max_batch();
+                phases.survivors += survivors.starts.len();
                 state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
                     interrupt::check()?;
+                    phases.launches += 1;
+                    phases.candidates += candidates.len();
                     device.dtw(candidates, cutoff)
                 })?;
                 waited = Instant::now();
@@ -126,6 +129,9 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
 #[derive(Default)]
 struct Phases {
     chunks: usize,
+    survivors: usize,
+    launches: usize,
+    candidates: usize,
     waiting: Duration,
     bounds: Duration,
     dtw: Duration,
@@ -135,8 +141,12 @@ impl Phases {
     fn report(&self) {
         if std::env::var("TIMEWARP_SEARCH_PHASES").is_ok_and(|v| v == "1") {
             eprintln!(
-                "search phases: {} chunks; waiting for chunks {:.4} s, upload and bounds {:.4} s, DTWs {:.4} s",
+                "search phases: {} chunks, {} survivors of the bounds kernel, {} DTW launches of \
+                 {} candidates; waiting for chunks {:.4} s, upload and bounds {:.4} s, DTWs {:.4} s",
                 self.chunks,
+                self.survivors,
+                self.launches,
+                self.candidates,
                 self.waiting.as_secs_f64(),
                 self.bounds.as_secs_f64(),
                 self.dtw.as_secs_f64()
@@ -220,9 +230,13 @@ impl State {
         for (b, &n) in found.pruned.iter().enumerate() {
             credit(&mut self.stats, b, n);
         }
-        // (largest bound, start, index in `found`), in the order of the
-        // first two: the same whatever order the kernel listed them in.
-        let mut survivors: Vec<(f64, u32, u32)> = found
+        // (largest bound, start, index in `found`), taken in the order of
+        // the first two: the same whatever order the kernel listed them in.
+        // Only each launch's candidates are sorted: once the threshold has
+        // fallen, most survivors pass the cutoff and are dropped unsorted.
+        let order =
+            |a: &(f64, u32, u32), b: &(f64, u32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+        let mut left: Vec<(f64, u32, u32)> = found
             .starts
             .iter()
             .enumerate()
@@ -231,19 +245,30 @@ impl State {
                 (b[0].max(b[1]).max(b[2]), s, i as u32)
             })
             .collect();
-        survivors.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut dropped = Vec::new();
         self.batch = 0;
-        let mut at = 0;
-        while at < survivors.len() {
+        loop {
             let t = self.threshold();
             let cutoff = self.cutoff.of(t);
-            let under = survivors[at..].partition_point(|&(lb, _, _)| lb <= cutoff);
-            if under == 0 {
+            // A survivor above the cutoff stays above it (the threshold
+            // only falls): counted at the end.
+            left.retain(|&(lb, _, i)| {
+                let under = lb <= cutoff;
+                if !under {
+                    dropped.push(i);
+                }
+                under
+            });
+            if left.is_empty() {
                 break;
             }
             self.batch = search_next_batch(self.batch, max_batch);
-            let take = self.batch.min(under);
-            let candidates: Vec<u32> = survivors[at..at + take].iter().map(|c| c.1).collect();
+            let take = self.batch.min(left.len());
+            if take < left.len() {
+                left.select_nth_unstable_by(take - 1, order);
+            }
+            left[..take].sort_unstable_by(order);
+            let candidates: Vec<u32> = left[..take].iter().map(|c| c.1).collect();
             let costs = dtw(&candidates, cutoff)?;
             self.stats.dtw += take as u64;
             for (&s, cost) in candidates.iter().zip(costs) {
@@ -252,11 +277,11 @@ impl State {
                     Some(cost) => self.keeper.offer(first + s as usize, cost, t, &self.shared),
                 }
             }
-            at += take;
+            left.drain(..take);
         }
-        // The rest pass the cutoff now: each by one of its bounds.
+        // Those dropped pass the cutoff now: each by one of its bounds.
         let cutoff = self.cutoff();
-        for &(_, _, i) in &survivors[at..] {
+        for i in dropped {
             let counted = pruned(found.bounds_of(i as usize), cutoff, &mut self.stats);
             debug_assert!(counted, "a survivor left passes the cutoff");
         }
