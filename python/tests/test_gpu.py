@@ -106,7 +106,8 @@ def test_knn_lower_bounds_on_the_gpu_equal_its_brute_force(gpu, precision):
     results = {}
     for brute_force in (False, True):
         model = KNeighborsClassifier(
-            n_neighbors=5, band=9, device="gpu", precision=precision, brute_force=brute_force
+            # GPU 0 alone: the bounds' path takes a database on one GPU.
+            n_neighbors=5, band=9, device="gpu:0", precision=precision, brute_force=brute_force
         ).fit(train, labels)
         distances, indices = model.kneighbors(queries)
         results[brute_force] = (distances, indices, model.pruning_)

@@ -206,7 +206,9 @@ fn paired_kernels(rng: &mut StdRng, dims: usize) {
                 for (precision, bytes) in [(Precision::F32, 4), (Precision::F64, 8)] {
                     let pairs = (3 << 19) / (2 * 96 * dims * bytes);
                     let (x, y) = batches(70 + dims as u64, &vec![(96, 96); pairs], dims, 1.0);
-                    let options = gpu_options(None);
+                    // Streaming is one GPU's path (on several the pairs
+                    // are spread).
+                    let options = gpu_options(None).with_gpus(timewarp::GpuSet::one(0).unwrap());
                     let before = internals::this_thread_streamed_calls();
                     match precision {
                         Precision::F32 => {

@@ -15,12 +15,16 @@ use rand::Rng;
 use rand_distr::StandardNormal;
 use timewarp::internals::use_gpu_knn_bounds;
 use timewarp::search::PruningStats;
-use timewarp::{nearest_neighbours, upload, ComputeOptions, Device, Dtw, Float, Metric, SeriesSet};
+use timewarp::{
+    nearest_neighbours, upload, ComputeOptions, Device, Dtw, Float, GpuSet, Metric, SeriesSet,
+};
 
+/// GPU 0 alone: the bounds' path takes a database on one GPU (on several
+/// the brute force spreads it).
 fn gpu(brute_force: bool) -> ComputeOptions {
     ComputeOptions {
         brute_force,
-        ..ComputeOptions::on(Device::Gpu)
+        ..ComputeOptions::on(Device::Gpu).with_gpus(GpuSet::one(0).unwrap())
     }
 }
 

@@ -6,7 +6,7 @@
 //! one included (the same code with one worker); the scheduling itself is
 //! unit-tested with fake workers (`host/gpu/plan/spread.rs`).
 
-use crate::common::{on_gpu, rng};
+use crate::common::{on_gpu, on_gpu_alone, rng};
 use ndarray::Array2;
 use rand::Rng;
 use timewarp::gpu::Gpu;
@@ -336,7 +336,7 @@ fn multi_gpu_a_missing_ordinal_is_an_error() {
 /// spread and not counted.
 #[test]
 fn multi_gpu_work_counts_every_pair_once() {
-    let Some(_timed) = on_gpu("multi_gpu_work_counts_every_pair_once") else {
+    let Some(_timed) = on_gpu_alone("multi_gpu_work_counts_every_pair_once") else {
         return;
     };
     let gpus = Gpu::select(GpuSet::all()).unwrap();
@@ -402,7 +402,7 @@ fn multi_gpu_work_counts_every_pair_once() {
 #[test]
 fn multi_gpu_all_pairs_keep_every_gpu_busy() {
     let test = "multi_gpu_all_pairs_keep_every_gpu_busy";
-    let Some(_timed) = on_gpu(test) else {
+    let Some(_timed) = on_gpu_alone(test) else {
         return;
     };
     let gpus = Gpu::select(GpuSet::all()).unwrap();

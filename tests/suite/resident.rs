@@ -368,7 +368,9 @@ fn resident_errors() {
     let database = random_set(&mut rng, &[300, 20], 1, 1.0);
     let queries = random_set(&mut rng, &[9], 1, 1.0);
     // Larger than the budget: a clear error, and streaming still works.
-    let error = upload(&database, &gpu_with(None, Some(64))).err().unwrap();
+    // On GPU 0 alone: several GPUs' budgets add up (the message says so).
+    let one = gpu_with(None, Some(64)).with_gpus(timewarp::GpuSet::one(0).unwrap());
+    let error = upload(&database, &one).err().unwrap();
     assert!(
         matches!(error, Error::GpuOutOfMemory { source: None, .. }),
         "{error:?}"

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 use timewarp::{gpu, internals, oracle, ComputeOptions, Device, Float, Metric, SeriesSet, Variant};
 
@@ -29,10 +29,43 @@ pub struct Timed {
     test: String,
     start: Instant,
     own_busy_at_start: f64,
+    /// The test's share of the GPUs ([`on_gpu`]) or all of them
+    /// ([`on_gpu_alone`]); none for a test's nested calls.
+    _hold: Option<GpuHold>,
+}
+
+/// GPU tests run at once, each holding [`GPU_TESTS`] shared, but for those
+/// that count the whole process's work on the GPUs ([`on_gpu_alone`]).
+static GPU_TESTS: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// The [`Timed`]s this thread holds: only the first takes the lock.
+    static HELD: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+enum GpuHold {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
+fn hold(alone: bool) -> Option<GpuHold> {
+    let first = HELD.with(|held| {
+        held.set(held.get() + 1);
+        held.get() == 1
+    });
+    if !first {
+        return None;
+    }
+    Some(if alone {
+        GpuHold::Alone(GPU_TESTS.write().unwrap_or_else(|p| p.into_inner()))
+    } else {
+        GpuHold::Shared(GPU_TESTS.read().unwrap_or_else(|p| p.into_inner()))
+    })
 }
 
 impl Drop for Timed {
     fn drop(&mut self) {
+        HELD.with(|held| held.set(held.get() - 1));
         if !std::thread::panicking() {
             use std::io::Write;
             let seconds = self.start.elapsed().as_secs_f64();
@@ -85,13 +118,26 @@ fn write_kernel_coverage() {
 /// time) when there is a usable GPU. Without one it prints why and skips,
 /// unless `REQUIRE_GPU=1` (set on the GPU machine), where that fails.
 pub fn on_gpu(test: &str) -> Option<Timed> {
+    on_gpu_with(test, false)
+}
+
+/// [`on_gpu`] for a test that counts the whole process's work on the GPUs:
+/// it runs alone among the GPU tests (it waits for those running, and
+/// those that start wait for it).
+pub fn on_gpu_alone(test: &str) -> Option<Timed> {
+    on_gpu_with(test, true)
+}
+
+fn on_gpu_with(test: &str, alone: bool) -> Option<Timed> {
     match gpu::Gpu::get() {
         Ok(gpu) => {
             load_kernels_once(gpu);
+            let hold = hold(alone);
             Some(Timed {
                 test: test.to_string(),
                 start: Instant::now(),
                 own_busy_at_start: timewarp::internals::this_thread_busy_time().as_secs_f64(),
+                _hold: hold,
             })
         }
         Err(reason) => {
