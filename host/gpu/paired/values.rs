@@ -87,13 +87,7 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
             let part = (&x.slice(range.clone()), &y.slice(range));
             paired_values(gpu, variant, params, part, divergence, memory_budget)
         },
-        |range, got| {
-            let mut values = values.lock().unwrap_or_else(|p| p.into_inner());
-            for l in 0..launches {
-                values[l * pairs + range.start..l * pairs + range.end]
-                    .copy_from_slice(&got[l * range.len()..(l + 1) * range.len()]);
-            }
-        },
+        |range, got| place_values(&values, pairs, range, &got),
     )?;
     Ok(values.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
@@ -280,15 +274,18 @@ pub(crate) fn paired_values_resident_spread<T: Float, P: KernelParams<T>>(
             gpu.settle(values.is_err());
             values
         },
-        |range, got| {
-            let mut values = values.lock().unwrap_or_else(|p| p.into_inner());
-            for l in 0..launches {
-                values[l * pairs + range.start..l * pairs + range.end]
-                    .copy_from_slice(&got[l * range.len()..(l + 1) * range.len()]);
-            }
-        },
+        |range, got| place_values(&values, pairs, range, &got),
     )?;
     Ok(values.into_inner().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Puts the values of the pairs `range` (launch after launch, as a call of
+/// just them lays them out) in place in the whole call's (`pairs` a launch).
+fn place_values<T: Float>(values: &Mutex<Vec<T>>, pairs: usize, range: Range<usize>, got: &[T]) {
+    let mut values = values.lock().unwrap_or_else(|p| p.into_inner());
+    for (l, part) in got.chunks(range.len()).enumerate() {
+        values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(part);
+    }
 }
 
 /// A GPU and its copies of two resident sets, whole.
