@@ -68,17 +68,9 @@ pub(crate) fn sliding_envelope(
     }
 }
 
-/// The squared distance from `v` to the interval `[lo, up]`.
-#[inline(always)]
-pub(crate) fn outside(v: f64, lo: f64, up: f64) -> f64 {
-    if v > up {
-        (v - up) * (v - up)
-    } else if v < lo {
-        (v - lo) * (v - lo)
-    } else {
-        0.0
-    }
-}
+/// The squared distance from `v` to the interval `[lo, up]` (the
+/// kernels' own, so that the CPU's bounds and the GPU's are one formula).
+pub(crate) use timewarp_kernels::launch::search::outside;
 
 /// The envelope of `x` (`n x dims`) for radius `r`: `(lower, upper)`, each
 /// `n x dims` row-major.

@@ -22,7 +22,7 @@
 //! with no fused multiply-add.
 
 use crate::hw::add_u32;
-use crate::launch::search::{pruned_by, BOUNDS_PER_START, TALLY_SLOTS};
+use crate::launch::search::{outside, pruned_by, BOUNDS_PER_START, TALLY_SLOTS};
 use crate::{Real, SetRef};
 
 /// The bounds' kernels' one parameter: a block of queries, a chunk of the
@@ -63,18 +63,6 @@ pub struct KnnLaunch<T> {
     pub kept: *mut u32,
     pub bounds: *mut f64,
     pub tally: *mut u32,
-}
-
-/// The squared distance from `v` to `[lo, up]`, as the CPU's `outside`.
-#[inline(always)]
-fn outside(v: f64, lo: f64, up: f64) -> f64 {
-    if v > up {
-        (v - up) * (v - up)
-    } else if v < lo {
-        (v - lo) * (v - lo)
-    } else {
-        0.0
-    }
 }
 
 impl<T: Real> KnnLaunch<T> {

@@ -135,9 +135,10 @@ impl Norm {
     }
 }
 
-/// The squared distance from `v` to `[lo, up]`, as the CPU's `outside`.
+/// The squared distance from `v` to `[lo, up]`: a term of LB_Keogh, in
+/// the search's and the k-NN's kernels and in the CPU's cascade alike.
 #[inline(always)]
-fn outside(v: f64, lo: f64, up: f64) -> f64 {
+pub fn outside(v: f64, lo: f64, up: f64) -> f64 {
     if v > up {
         (v - up) * (v - up)
     } else if v < lo {
