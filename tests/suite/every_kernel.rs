@@ -7,9 +7,7 @@
 //! every kernel of the catalogue was: run alone (the sanitizer runs take
 //! this module), that says the run checked every kernel.
 
-use crate::common::{
-    assert_matches_oracle, gpu_options, on_gpu, random_set, random_timed_set, rng,
-};
+use crate::common::{assert_matches_oracle, on_gpu, random_set, random_timed_set, rng};
 use crate::paired::{batches, check_gradients, check_values, metric};
 use rand::rngs::StdRng;
 use std::collections::BTreeSet;
@@ -19,6 +17,13 @@ use timewarp::{
 };
 use timewarp_kernels::catalogue::drivers;
 use timewarp_kernels::{Driver, KernelId, Measure, Precision};
+
+/// GPU 0's options with `variant`: a forced shape is this thread's, and
+/// on several GPUs a call's blocks run on other threads, with the shape
+/// the rules choose (streaming, too, is one GPU's path).
+fn gpu_options(variant: Option<Variant>) -> ComputeOptions {
+    crate::common::gpu_options(variant).with_gpus(timewarp::GpuSet::one(0).unwrap())
+}
 
 /// Forces a kernel shape on this thread while it lives.
 struct Forced;
@@ -206,9 +211,7 @@ fn paired_kernels(rng: &mut StdRng, dims: usize) {
                 for (precision, bytes) in [(Precision::F32, 4), (Precision::F64, 8)] {
                     let pairs = (3 << 19) / (2 * 96 * dims * bytes);
                     let (x, y) = batches(70 + dims as u64, &vec![(96, 96); pairs], dims, 1.0);
-                    // Streaming is one GPU's path (on several the pairs
-                    // are spread).
-                    let options = gpu_options(None).with_gpus(timewarp::GpuSet::one(0).unwrap());
+                    let options = gpu_options(None);
                     let before = internals::this_thread_streamed_calls();
                     match precision {
                         Precision::F32 => {

@@ -82,26 +82,31 @@ impl<'a, T: Float> Runner<'a, T> {
         })
     }
 
-    /// One run with `queries` (all of the case's, or its first ones), timed.
+    /// One run with `queries` (all of the case's, or its first ones), timed
+    /// until the call returns (its results are freed after).
     pub fn run(&self, queries: &SeriesSet<T>) -> Result<Duration> {
         let (metric, options) = (self.metric, &self.options);
         let start = Instant::now();
         match (self.mode, metric, self.references) {
             (Mode::Matrix, ..) => match &self.resident {
-                Some(database) => {
-                    distance_matrix_resident(queries, database, metric, options)?;
-                }
-                None => {
-                    distance_matrix(queries, self.references, metric, options)?;
-                }
+                Some(database) => returned(
+                    start,
+                    distance_matrix_resident(queries, database, metric, options),
+                ),
+                None => returned(
+                    start,
+                    distance_matrix(queries, self.references, metric, options),
+                ),
             },
             (mode, Metric::SoftDtw(soft), Some(references)) => match &self.resident_pairs {
                 Some((x, y)) => {
                     assert_eq!(x.len(), queries.len(), "a GPU times every query");
                     if mode == Mode::Paired {
-                        soft_dtw_pairs_resident(x, y, soft, options)?;
+                        returned(start, soft_dtw_pairs_resident(x, y, soft, options))
                     } else {
-                        soft_dtw_pairs_gradient_resident(x, y, soft, options, false)?;
+                        let gradients =
+                            soft_dtw_pairs_gradient_resident(x, y, soft, options, false);
+                        returned(start, gradients)
                     }
                 }
                 None => {
@@ -112,20 +117,30 @@ impl<'a, T: Float> Runner<'a, T> {
                         Cow::Owned(references.slice(0..queries.len()))
                     };
                     if mode == Mode::Paired {
-                        soft_dtw_pairs(queries, &paired, soft, options)?;
+                        returned(start, soft_dtw_pairs(queries, &paired, soft, options))
                     } else {
-                        soft_dtw_pairs_gradient(queries, &paired, soft, options, false)?;
+                        let gradients =
+                            soft_dtw_pairs_gradient(queries, &paired, soft, options, false);
+                        returned(start, gradients)
                     }
                 }
             },
             _ => unreachable!("bench allows --paired only for Soft-DTW on generated data"),
         }
-        Ok(start.elapsed())
     }
 
     fn on_cpu(&self) -> bool {
         self.options.device == Device::Cpu
     }
+}
+
+/// The time from `start` to the return of the call that gave `result`;
+/// the results are freed after it is taken (as a caller keeps them).
+fn returned<R>(start: Instant, result: Result<R>) -> Result<Duration> {
+    let kept = result?;
+    let elapsed = start.elapsed();
+    drop(kept);
+    Ok(elapsed)
 }
 
 /// A case's time for all of its pairs: the median of up to `repeats` timed

@@ -19,15 +19,17 @@
 //! (slower, but any length whose cost matrix fits the device).
 
 use super::gradient_launches::{gradient_into, ring_bytes, WARPS_PER_BLOCK};
+use super::result_parts::{block_parts, place_gradients, zero_gradients, BlockParts};
 use super::values::{counted_workers, ResidentCopies};
 use crate::error::DriverCall;
 use crate::gpu::launch::stencil::shared_bytes;
+use crate::gpu::plan::blocks::pair_blocks;
 use crate::gpu::plan::paired_shapes::{GradientKernel, GradientPlan, Shapes};
 use crate::gpu::plan::select::{gradient_driver, gradient_shape};
 use crate::gpu::plan::{chunks, layout::image_bytes, MAX_BLOCKS};
 use crate::gpu::runtime::context::{Gpu, KernelParams};
-use crate::gpu::runtime::pinned::outputs_to_host;
-use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
+use crate::gpu::runtime::pinned::outputs_into;
+use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_blocks, spread_pair_blocks};
 use crate::gpu::transfer::call_uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use crate::gpu::transfer::uploads::{DeviceBatch, DeviceSeriesSet};
 use crate::results::PairedGradients;
@@ -188,14 +190,20 @@ fn gradient_on<T: Float, P: KernelParams<T> + Differentiable<T>>(
 ) -> Result<PairedGradients<T>> {
     let pairs = x.paired_shapes(y, divergence).pairs();
     let flags = (divergence, with_y);
-    gradient_of_pairs(gpu, params, (x, y), flags, budget, kernel, 0..pairs)
+    let (offsets, dims) = ((x.offsets(), y.offsets()), x.dims());
+    let mut whole = zero_gradients(offsets, dims, flags);
+    let every_pair = std::iter::once(0..pairs).collect::<Vec<_>>();
+    let mut parts = block_parts(&mut whole, offsets, dims, &every_pair);
+    let out = &mut parts[0];
+    gradient_of_pairs(gpu, params, (x, y), flags, budget, kernel, (0..pairs, out))?;
+    Ok(whole)
 }
 
-/// [`gradient_on`] of the pairs `window` of the batches alone, laid out as
-/// [`paired_gradient`] lays out those of batches of just them (a block of
-/// a call spread over several GPUs that each hold the batches whole): the
-/// output buffer is the whole call's, of which only the window's part is
-/// written and comes back.
+/// [`gradient_on`] of the pairs `window` of the batches alone (a block of
+/// a call spread over several GPUs that each hold the batches whole),
+/// copied into `out`, the window's part of the whole call's results: the
+/// device's output buffer is the whole call's, of which only the window's
+/// part is written and comes back.
 fn gradient_of_pairs<T: Float, P: KernelParams<T> + Differentiable<T>>(
     gpu: &Gpu,
     params: P,
@@ -203,8 +211,8 @@ fn gradient_of_pairs<T: Float, P: KernelParams<T> + Differentiable<T>>(
     (divergence, with_y): (bool, bool),
     budget: usize,
     kernel: GradientKernel,
-    window: Range<usize>,
-) -> Result<PairedGradients<T>> {
+    (window, out): (Range<usize>, &mut BlockParts<'_, T>),
+) -> Result<()> {
     let shapes = x.paired_shapes(y, divergence);
     let plan = GradientPlan::new(&shapes, x.dims(), with_y, kernel, 0);
     let (pairs, launches) = (shapes.pairs(), shapes.launches());
@@ -245,75 +253,26 @@ fn gradient_of_pairs<T: Float, P: KernelParams<T> + Differentiable<T>>(
     let (in_x, in_y) = (samples(x.offsets()), samples(y.offsets()));
     let (grad_x, grad_y) = plan.gradients(0);
     let values = (0..launches).map(|l| (l * pairs + window.start, window.len()));
-    let mut parts: Vec<(usize, usize)> = values.collect();
-    parts.push((grad_x + in_x.0, in_x.1));
-    parts.extend(grad_y.map(|g| (g + in_y.0, in_y.1)));
+    let mut wanted: Vec<(usize, usize)> = values.collect();
+    wanted.push((grad_x + in_x.0, in_x.1));
+    wanted.extend(grad_y.map(|g| (g + in_y.0, in_y.1)));
     if divergence {
-        parts.push((plan.gradients(1).0 + in_x.0, in_x.1));
+        wanted.push((plan.gradients(1).0 + in_x.0, in_x.1));
         if with_y {
-            parts.push((plan.gradients(2).0 + in_y.0, in_y.1));
+            wanted.push((plan.gradients(2).0 + in_y.0, in_y.1));
         }
     }
-    let back = outputs_to_host((&gpu.stream, &gpu.pool), &results, &parts)?;
-    let mut parts = back.into_iter();
-    let values: Vec<T> = parts.by_ref().take(launches).flatten().collect();
-    let mut next = || parts.next().expect("one vector a part");
-    Ok(PairedGradients {
-        values,
-        grad_x: next(),
-        grad_y: grad_y.map(|_| next()),
-        grad_xx: divergence.then(&mut next),
-        grad_yy: (divergence && with_y).then(next),
-    })
-}
-
-/// Zero values and gradients of a paired call over batches with these
-/// sample offsets, for its blocks to be placed in.
-fn zero_gradients<T: Float>(
-    (x, y): (&[u64], &[u64]),
-    dims: usize,
-    (divergence, with_y): (bool, bool),
-) -> PairedGradients<T> {
-    let pairs = x.len() - 1;
-    let launches = if divergence { 3 } else { 1 };
-    let zeros = |offsets: &[u64]| vec![T::ZERO; offsets[pairs] as usize * dims];
-    PairedGradients {
-        values: vec![T::ZERO; launches * pairs],
-        grad_x: zeros(x),
-        grad_y: with_y.then(|| zeros(y)),
-        grad_xx: divergence.then(|| zeros(x)),
-        grad_yy: (divergence && with_y).then(|| zeros(y)),
-    }
-}
-
-/// Puts the results of the pairs `range` (laid out as a call of just them
-/// lays them out) in place in the whole call's.
-fn place_gradients<T: Float>(
-    whole: &mut PairedGradients<T>,
-    (x, y): (&[u64], &[u64]),
-    dims: usize,
-    range: Range<usize>,
-    got: PairedGradients<T>,
-) {
-    let pairs = x.len() - 1;
-    for (l, values) in got.values.chunks(range.len()).enumerate() {
-        whole.values[l * pairs + range.start..l * pairs + range.end].copy_from_slice(values);
-    }
-    // The values of a range of pairs in a batch laid out like its values.
-    let samples =
-        |offsets: &[u64]| offsets[range.start] as usize * dims..offsets[range.end] as usize * dims;
-    let (in_x, in_y) = (samples(x), samples(y));
-    whole.grad_x[in_x.clone()].copy_from_slice(&got.grad_x);
-    let parts = [
-        (whole.grad_y.as_mut(), got.grad_y.as_ref(), in_y.clone()),
-        (whole.grad_xx.as_mut(), got.grad_xx.as_ref(), in_x),
-        (whole.grad_yy.as_mut(), got.grad_yy.as_ref(), in_y),
-    ];
-    for (into, from, at) in parts {
-        if let (Some(into), Some(from)) = (into, from) {
-            into[at].copy_from_slice(from);
-        }
-    }
+    let into = out.values.iter_mut().chain(out.gradients.iter_mut());
+    let mut parts: Vec<(usize, &mut [T])> = wanted
+        .iter()
+        .zip(into)
+        .map(|(&(start, len), into)| {
+            assert_eq!(into.len(), len, "a block's part of the results");
+            (start, &mut **into)
+        })
+        .collect();
+    assert_eq!(parts.len(), wanted.len(), "a block's part of every result");
+    outputs_into((&gpu.stream, &gpu.pool), &results, &mut parts)
 }
 
 /// Device memory a gradient computation over device batches of `shapes`
@@ -436,35 +395,34 @@ where
     let kernel = gradient_kernel::<T>(gpu, &shapes, P::MEASURE, choice, x.dims())?;
     let needed = gradient_call_bytes::<T>(kernel, &shapes, x.dims(), with_y, true);
     let gpus: Vec<&'static Gpu> = copies.iter().map(|copy| copy.0).collect();
-    let whole = Mutex::new(zero_gradients(
-        (x.offsets(), y.offsets()),
-        x.dims(),
-        (divergence, with_y),
-    ));
     let length = |offsets: &[u64], k: usize| offsets[k + 1] - offsets[k];
     let cost = |k: usize| length(x.offsets(), k) * length(y.offsets(), k);
-    spread_pair_blocks(
-        &gpus,
-        (pairs, cost),
-        shapes.launches(),
-        |gpu, range| {
-            let (gpu, x, y) = *copies
-                .iter()
-                .find(|copy| std::ptr::eq(copy.0, gpu))
-                .expect("every GPU of the spread holds both sets");
-            let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
-            let batches = (&x.batch(), &y.batch());
-            let flags = (divergence, with_y);
-            let result = gradient_of_pairs(gpu, params, batches, flags, budget, kernel, range);
-            gpu.settle(result.is_err());
-            result
-        },
-        |range, got| {
-            let mut guard = whole.lock().unwrap_or_else(|p| p.into_inner());
-            place_gradients(&mut guard, (x.offsets(), y.offsets()), x.dims(), range, got);
-        },
-    )?;
-    Ok(whole.into_inner().unwrap_or_else(|p| p.into_inner()))
+    let blocks = pair_blocks(pairs, gpus.len(), cost);
+    let (offsets, dims, flags) = ((x.offsets(), y.offsets()), x.dims(), (divergence, with_y));
+    let mut whole = zero_gradients(offsets, dims, flags);
+    // Each block copies its results straight into its own part of them.
+    let parts: Vec<Mutex<_>> = block_parts(&mut whole, offsets, dims, &blocks)
+        .into_iter()
+        .map(Mutex::new)
+        .collect();
+    let pairs_of = |block: usize| (blocks[block].len() * shapes.launches()) as u64;
+    spread_blocks(&gpus, blocks.len(), pairs_of, |gpu, block| {
+        let (gpu, x, y) = *copies
+            .iter()
+            .find(|copy| std::ptr::eq(copy.0, gpu))
+            .expect("every GPU of the spread holds both sets");
+        let (_one_at_a_time, budget) = gpu.begin_small(memory_budget, needed)?;
+        let batches = (&x.batch(), &y.batch());
+        // Only this block's worker takes its part (again, if a failed GPU
+        // left it to another).
+        let mut part = parts[block].lock().unwrap_or_else(|p| p.into_inner());
+        let window = (blocks[block].clone(), &mut *part);
+        let result = gradient_of_pairs(gpu, params, batches, flags, budget, kernel, window);
+        gpu.settle(result.is_err());
+        result
+    })?;
+    drop(parts);
+    Ok(whole)
 }
 
 /// [`paired_gradient`] on every GPU of `gpus`: blocks of pairs handed out

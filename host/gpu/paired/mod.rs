@@ -16,6 +16,8 @@
 //!                  streamed), resident sets, several GPUs
 //! gradient_launches  a gradient's launches over device batches: chunks,
 //!                  their shared workspace, the warp or stencil driver
+//! result_parts     a gradient call's results on the host, and the parts
+//!                  of them each block of pairs owns
 //! gradient         the gradients: a forward pass storing the cost matrix,
 //!                  then a backward pass
 //! caller_memory    values and gradients over the caller's device memory
@@ -25,6 +27,7 @@
 mod caller_memory;
 mod gradient;
 mod gradient_launches;
+mod result_parts;
 mod streamed_chunks;
 mod streamed_values;
 mod value_launches;

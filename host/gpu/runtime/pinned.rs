@@ -169,52 +169,73 @@ pub(crate) fn keeps(bytes: usize) -> bool {
 }
 
 /// The `(start, len)` parts of `results` on the host, a vector each, once
-/// the work queued on `stream` is done: through a kept pinned
-/// buffer when they are small enough (one fast copy, where a copy to
-/// ordinary memory goes at a fraction of the bus's speed), else each
-/// straight into its vector.
+/// the work queued on `stream` is done ([`outputs_into`]).
 pub(crate) fn outputs_to_host<T: Float>(
     (stream, pool): (&Arc<CudaStream>, &PinnedPool),
     results: &CudaSlice<T>,
     parts: &[(usize, usize)],
 ) -> Result<Vec<Vec<T>>> {
-    let end = parts
+    let mut back: Vec<Vec<T>> = parts.iter().map(|&(_, len)| vec![T::ZERO; len]).collect();
+    let mut into: Vec<(usize, &mut [T])> = parts
         .iter()
-        .map(|&(start, len)| start + len)
-        .max()
-        .unwrap_or(0);
-    let bytes = end * size_of::<T>();
+        .zip(back.iter_mut())
+        .map(|(&(start, _), values)| (start, values.as_mut_slice()))
+        .collect();
+    outputs_into((stream, pool), results, &mut into)?;
+    Ok(back)
+}
+
+/// Copies the parts of `results` that start at each `start` into their
+/// `destination` (as many values as it holds), once the work queued on
+/// `stream` is done: together through a kept pinned buffer when they are
+/// small enough (packed, only the parts: one fast copy each, where a copy
+/// to ordinary memory goes at a fraction of the bus's speed), else each
+/// straight into its destination.
+pub(crate) fn outputs_into<T: Float>(
+    (stream, pool): (&Arc<CudaStream>, &PinnedPool),
+    results: &CudaSlice<T>,
+    parts: &mut [(usize, &mut [T])],
+) -> Result<()> {
+    let total: usize = parts.iter().map(|(_, into)| into.len()).sum();
+    let bytes = total * size_of::<T>();
+    let part = |start: usize, len: usize| results.slice(start..start + len);
     if !keeps(bytes) {
         wait_stream(stream, "the copy of results to the host")?;
-        return parts
-            .iter()
-            .map(|&(start, len)| {
-                stream
-                    .clone_dtoh(&results.slice(start..start + len))
-                    .call("copying to the host")
-            })
-            .collect();
+        for (start, into) in parts.iter_mut() {
+            stream
+                .memcpy_dtoh(&part(*start, into.len()), *into)
+                .call("copying to the host")?;
+        }
+        return wait_stream(stream, "the copy of results to the host");
     }
     let mut pinned = pool.take(stream.context(), bytes, false)?;
-    // SAFETY: no copy touches the buffer but this one, which the
+    // SAFETY: no copy touches the buffer but these, which the
     // synchronisation ends before the host reads it.
     let copied = unsafe {
-        let host = pinned.values_mut::<T>(end);
-        stream
-            .memcpy_dtoh(&results.slice(..end), host)
-            .call("copying to the host")
-            .and_then(|()| wait_stream(stream, "the copy of results to the host"))
+        let mut host = pinned.values_mut::<T>(total);
+        let mut copies = Ok(());
+        for (start, into) in parts.iter() {
+            let (here, rest) = host.split_at_mut(into.len());
+            host = rest;
+            copies = copies.and_then(|()| {
+                stream
+                    .memcpy_dtoh(&part(*start, here.len()), here)
+                    .call("copying to the host")
+            });
+        }
+        copies.and_then(|()| wait_stream(stream, "the copy of results to the host"))
     };
-    let parts = copied.map(|()| {
-        // SAFETY: the copy is done (or failed, and its values are not used).
-        let host = unsafe { pinned.values::<T>(end) };
-        parts
-            .iter()
-            .map(|&(start, len)| host[start..start + len].to_vec())
-            .collect()
-    });
+    if copied.is_ok() {
+        // SAFETY: the copies are done.
+        let mut host = unsafe { pinned.values::<T>(total) };
+        for (_, into) in parts.iter_mut() {
+            let (here, rest) = host.split_at(into.len());
+            into.copy_from_slice(here);
+            host = rest;
+        }
+    }
     pool.give_back(pinned);
-    parts
+    copied
 }
 
 /// Values the kernels write straight into a kept pinned buffer, which the
