@@ -108,6 +108,12 @@ pub(crate) struct Block {
 /// block a GPU together, cut [`TAIL_SPLIT`] times smaller and handed out
 /// last, largest first. Every item is in exactly one block.
 pub(crate) fn blocks(groups: &[Vec<u64>], gpus: usize) -> Vec<Block> {
+    blocks_of_at_least(groups, gpus, 0)
+}
+
+/// [`blocks`] of at least `least` cost each (but for the last of a group,
+/// and no more than a GPU's share: every GPU still gets a block).
+fn blocks_of_at_least(groups: &[Vec<u64>], gpus: usize, least: u64) -> Vec<Block> {
     let whole = |group: usize| Block {
         group,
         items: 0..groups[group].len(),
@@ -117,7 +123,11 @@ pub(crate) fn blocks(groups: &[Vec<u64>], gpus: usize) -> Vec<Block> {
         return (0..groups.len()).map(whole).collect();
     }
     let total: u64 = groups.iter().flatten().sum();
-    let target = total.div_ceil((gpus * BLOCKS_PER_GPU) as u64).max(1);
+    let share = total.div_ceil(gpus as u64);
+    let target = total
+        .div_ceil((gpus * BLOCKS_PER_GPU) as u64)
+        .max(least.min(share))
+        .max(1);
     let mut main: Vec<Block> = (0..groups.len())
         .flat_map(|group| cut(&groups[group], whole(group), target))
         .collect();
@@ -131,7 +141,13 @@ pub(crate) fn blocks(groups: &[Vec<u64>], gpus: usize) -> Vec<Block> {
     let mut tail: Vec<Block> = main
         .split_off(tail_start)
         .into_iter()
-        .flat_map(|block| cut(&groups[block.group], block, target / TAIL_SPLIT))
+        .flat_map(|block| {
+            cut(
+                &groups[block.group],
+                block,
+                (target / TAIL_SPLIT).max(least),
+            )
+        })
         .collect();
     largest_first(&mut tail);
     main.extend(tail);
@@ -196,14 +212,20 @@ pub(crate) fn spread_plan(plan: Plan, gpus: usize, cost: impl Fn(&Tile) -> u64) 
 }
 
 /// Ranges of `pairs` pairs for `gpus` GPUs (pair `k` costing `cost(k)`),
-/// in [`blocks`] in the order to hand them out.
+/// in [`blocks`] in the order to hand them out, each of at least
+/// `least_pairs` pairs' mean cost: a block too small to fill a GPU leaves
+/// it mostly idle while it runs, so a short call goes out in as few as a
+/// block a GPU.
 pub(crate) fn pair_blocks(
     pairs: usize,
     gpus: usize,
     cost: impl Fn(usize) -> u64,
+    least_pairs: usize,
 ) -> Vec<Range<usize>> {
-    let costs = vec![(0..pairs).map(cost).collect()];
-    blocks(&costs, gpus)
+    let costs: Vec<u64> = (0..pairs).map(cost).collect();
+    let total: u64 = costs.iter().sum();
+    let least = (total as u128 * least_pairs as u128 / pairs.max(1) as u128) as u64;
+    blocks_of_at_least(&[costs], gpus, least)
         .into_iter()
         .map(|block| block.items)
         .collect()

@@ -149,6 +149,24 @@ pub(crate) fn spread_blocks(
     Ok(())
 }
 
+/// Warps a scheduler of a GPU holds at once (64 an SM from compute
+/// capability 7.0 to 9.0, four schedulers an SM; fewer on some, for which
+/// the count below is then high, and blocks larger).
+const WARPS_A_SCHEDULER: usize = 16;
+/// Waves of warps a block of pairs fills at least.
+const FILL_WAVES: usize = 4;
+
+/// Pairs a block of a paired computation spread over `gpus` holds at
+/// least: [`FILL_WAVES`] waves of warps on the smallest of them at one
+/// warp a pair (the paired kernels take a warp or more a pair).
+pub(crate) fn least_pairs_a_block(gpus: &[&'static Gpu]) -> Result<usize> {
+    let mut least = usize::MAX;
+    for gpu in gpus {
+        least = least.min(gpu.schedulers()? * WARPS_A_SCHEDULER * FILL_WAVES);
+    }
+    Ok(least)
+}
+
 /// A paired computation of `pairs` pairs on every GPU of `gpus`: the pairs
 /// in contiguous blocks (pair `k` costing `cost(k)`, several blocks a GPU,
 /// largest first: `plan::blocks`) handed out from one queue, `compute` run
@@ -162,7 +180,7 @@ pub(crate) fn spread_pair_blocks<R>(
     compute: impl Fn(&'static Gpu, Range<usize>) -> Result<R> + Sync,
     place: impl Fn(Range<usize>, R) + Sync,
 ) -> Result<()> {
-    let blocks = pair_blocks(pairs, gpus.len(), cost);
+    let blocks = pair_blocks(pairs, gpus.len(), cost, least_pairs_a_block(gpus)?);
     let pairs_of = |block: usize| (blocks[block].len() * launches) as u64;
     spread_blocks(gpus, blocks.len(), pairs_of, |gpu, block| {
         let range = blocks[block].clone();

@@ -128,7 +128,7 @@ fn one_gpu_keeps_the_plan_and_its_caps() {
     let whole = blocks(&groups, 1);
     let items: Vec<_> = whole.iter().map(|b| (b.group, b.items.clone())).collect();
     assert_eq!(items, [(0, 0..3), (1, 0..0), (2, 0..1)]);
-    let whole = pair_blocks(10, 1, |_| 1);
+    let whole = pair_blocks(10, 1, |_| 1, 1);
     assert!(whole.len() == 1 && whole[0] == (0..10), "{whole:?}");
     let caps = Caps::new(1 << 30, 4);
     assert_eq!(spread_caps(caps, 1 << 30, 1), caps);
@@ -239,7 +239,7 @@ fn paired_blocks_spread_evenly() {
         };
         let pairs = 1 << 16;
         for gpus in [2, 4] {
-            let ranges = pair_blocks(pairs, gpus, cost);
+            let ranges = pair_blocks(pairs, gpus, cost, 1);
             let mut covered: Vec<_> = ranges.clone();
             covered.sort_by_key(|r| r.start);
             assert_eq!(covered.first().unwrap().start, 0);
@@ -251,6 +251,22 @@ fn paired_blocks_spread_evenly() {
                 assert!(gap(&costs, &speeds) < 0.1, "{varied} {gpus} {speeds:?}");
             }
         }
+    }
+}
+
+#[test]
+fn paired_blocks_fill_a_gpu_each_but_every_gpu_gets_one() {
+    // 65,536 pairs of one cost; blocks of at least `least` pairs.
+    let pairs = 1 << 16;
+    for (gpus, least, blocks) in [(2, 33_792, 2), (4, 33_792, 4), (2, 8_192, 8), (2, 1, 22)] {
+        let ranges = pair_blocks(pairs, gpus, |_| 512 * 512, least);
+        let mut covered = ranges.clone();
+        covered.sort_by_key(|r| r.start);
+        assert!(covered.windows(2).all(|w| w[0].end == w[1].start));
+        assert_eq!((covered[0].start, covered.last().unwrap().end), (0, pairs));
+        assert_eq!(ranges.len(), blocks, "{gpus} GPUs, {least}: {ranges:?}");
+        let smallest = ranges.iter().map(|r| r.len()).min().unwrap();
+        assert!(smallest >= least.min(pairs / gpus), "{ranges:?}");
     }
 }
 
