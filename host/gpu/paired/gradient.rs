@@ -29,9 +29,7 @@ use crate::gpu::plan::select::{gradient_driver, gradient_shape};
 use crate::gpu::plan::{chunks, layout::image_bytes, MAX_BLOCKS};
 use crate::gpu::runtime::context::{Gpu, KernelParams};
 use crate::gpu::runtime::pinned::outputs_into;
-use crate::gpu::runtime::several_gpus::{
-    least_pairs_a_block, on_one_gpu, spread_blocks, spread_pair_blocks,
-};
+use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_blocks, spread_pair_blocks};
 use crate::gpu::transfer::call_uploads::{upload_ranges, AsyncCopies, UPLOAD_SLACK};
 use crate::gpu::transfer::uploads::{DeviceBatch, DeviceSeriesSet};
 use crate::results::PairedGradients;
@@ -399,7 +397,7 @@ where
     let gpus: Vec<&'static Gpu> = copies.iter().map(|copy| copy.0).collect();
     let length = |offsets: &[u64], k: usize| offsets[k + 1] - offsets[k];
     let cost = |k: usize| length(x.offsets(), k) * length(y.offsets(), k);
-    let blocks = pair_blocks(pairs, gpus.len(), cost, least_pairs_a_block(&gpus)?);
+    let blocks = pair_blocks(pairs, gpus.len(), cost, 1);
     let (offsets, dims, flags) = ((x.offsets(), y.offsets()), x.dims(), (divergence, with_y));
     let mut whole = zero_gradients(offsets, dims, flags);
     // Each block copies its results straight into its own part of them.
@@ -466,7 +464,7 @@ pub(crate) fn paired_gradient_spread<T: Float, P: KernelParams<T> + Differentiab
     let cost = |k: usize| (x.series_len(k) * y.series_len(k)) as u64;
     spread_pair_blocks(
         gpus,
-        (pairs, cost),
+        (pairs, cost, 1),
         launches,
         |gpu, range| {
             let part = (&x.slice(range.clone()), &y.slice(range));

@@ -28,7 +28,7 @@ use crate::gpu::plan::paired_shapes::{operands, Shapes};
 use crate::gpu::plan::select::{paired_variant, pipelined_workspace};
 use crate::gpu::plan::{chunks, MAX_BLOCKS};
 use crate::gpu::runtime::context::{Gpu, KernelParams};
-use crate::gpu::runtime::several_gpus::{on_one_gpu, spread_pair_blocks};
+use crate::gpu::runtime::several_gpus::{least_pairs_a_block, on_one_gpu, spread_pair_blocks};
 use crate::gpu::runtime::wait::wait_stream;
 use crate::gpu::transfer::call_uploads::{
     upload_bytes, upload_ranges_with, AsyncCopies, UPLOAD_SLACK,
@@ -79,9 +79,10 @@ pub(crate) fn paired_values_spread<T: Float, P: KernelParams<T>>(
     let launches = shapes.launches();
     let values = Mutex::new(vec![T::ZERO; launches * pairs]);
     let cost = |k: usize| (x.series_len(k) * y.series_len(k)) as u64;
+    let least = least_pairs_a_block(gpus)?;
     spread_pair_blocks(
         gpus,
-        (pairs, cost),
+        (pairs, cost, least),
         launches,
         |gpu, range| {
             let part = (&x.slice(range.clone()), &y.slice(range));
@@ -255,9 +256,10 @@ pub(crate) fn paired_values_resident_spread<T: Float, P: KernelParams<T>>(
     let values = Mutex::new(vec![T::ZERO; launches * pairs]);
     let length = |offsets: &[u64], k: usize| offsets[k + 1] - offsets[k];
     let cost = |k: usize| length(x.offsets(), k) * length(y.offsets(), k);
+    let least = least_pairs_a_block(&gpus)?;
     spread_pair_blocks(
         &gpus,
-        (pairs, cost),
+        (pairs, cost, least),
         launches,
         |gpu, range| {
             let (gpu, x, y) = *copies

@@ -156,9 +156,11 @@ const WARPS_A_SCHEDULER: usize = 16;
 /// Waves of warps a block of pairs fills at least.
 const FILL_WAVES: usize = 4;
 
-/// Pairs a block of a paired computation spread over `gpus` holds at
-/// least: [`FILL_WAVES`] waves of warps on the smallest of them at one
-/// warp a pair (the paired kernels take a warp or more a pair).
+/// Pairs a block of paired values spread over `gpus` holds at least:
+/// [`FILL_WAVES`] waves of warps on the smallest of them at one warp a
+/// pair (the value kernels take a warp or more a pair). Gradients, whose
+/// pairs take far longer, go in the queue's smaller blocks: a GPU copies
+/// one block's gradients back while the others compute.
 pub(crate) fn least_pairs_a_block(gpus: &[&'static Gpu]) -> Result<usize> {
     let mut least = usize::MAX;
     for gpu in gpus {
@@ -169,18 +171,19 @@ pub(crate) fn least_pairs_a_block(gpus: &[&'static Gpu]) -> Result<usize> {
 
 /// A paired computation of `pairs` pairs on every GPU of `gpus`: the pairs
 /// in contiguous blocks (pair `k` costing `cost(k)`, several blocks a GPU,
-/// largest first: `plan::blocks`) handed out from one queue, `compute` run
+/// largest first, of at least `least_pairs` pairs: `plan::blocks`) handed
+/// out from one queue, `compute` run
 /// on each block where it lands and `place` putting its result into the
 /// whole (no two blocks overlap, so the whole is the one GPU's); each
 /// GPU's work recorded (`launches` launches a pair).
 pub(crate) fn spread_pair_blocks<R>(
     gpus: &[&'static Gpu],
-    (pairs, cost): (usize, impl Fn(usize) -> u64),
+    (pairs, cost, least_pairs): (usize, impl Fn(usize) -> u64, usize),
     launches: usize,
     compute: impl Fn(&'static Gpu, Range<usize>) -> Result<R> + Sync,
     place: impl Fn(Range<usize>, R) + Sync,
 ) -> Result<()> {
-    let blocks = pair_blocks(pairs, gpus.len(), cost, least_pairs_a_block(gpus)?);
+    let blocks = pair_blocks(pairs, gpus.len(), cost, least_pairs);
     let pairs_of = |block: usize| (blocks[block].len() * launches) as u64;
     spread_blocks(gpus, blocks.len(), pairs_of, |gpu, block| {
         let range = blocks[block].clone();
