@@ -17,4 +17,7 @@ pub use crate::gpu::internals::{
     kernels_used, local_max_len, split_resident_pairs, stream_copy, this_thread_busy_time,
     this_thread_streamed_calls, StreamedFault,
 };
+/// The API's generic functions made in the library (debug builds).
+#[cfg(debug_assertions)]
+pub use crate::instances::api_instances;
 pub use crate::search::subsequence_gpu::best_end_on_host as subsequence_best_end_on_host;

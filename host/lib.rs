@@ -50,6 +50,8 @@ mod float;
 pub mod formats;
 pub mod gpu;
 #[doc(hidden)]
+#[cfg(debug_assertions)]
+mod instances;
 pub mod internals;
 mod interrupt;
 mod metric;
