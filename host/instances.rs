@@ -1,6 +1,7 @@
 //! The public API's generic functions made for `f32` and `f64` in the
 //! library itself, in builds with debug assertions (the dev and test
-//! profiles). Below opt-level 2 rustc shares generic code between crates
+//! profiles; not the fuzz targets', whose instrumented build would compile
+//! them all for nothing). Below opt-level 2 rustc shares generic code between crates
 //! (`-Z share-generics`, on by default there), so the binary, the test
 //! binaries, the examples and the Python extension link these instead of
 //! each compiling the whole call tree again: that was most of their build

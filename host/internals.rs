@@ -18,6 +18,6 @@ pub use crate::gpu::internals::{
     this_thread_streamed_calls, StreamedFault,
 };
 /// The API's generic functions made in the library (debug builds).
-#[cfg(debug_assertions)]
+#[cfg(all(debug_assertions, not(fuzzing)))]
 pub use crate::instances::api_instances;
 pub use crate::search::subsequence_gpu::best_end_on_host as subsequence_best_end_on_host;

@@ -50,7 +50,7 @@ mod float;
 pub mod formats;
 pub mod gpu;
 #[doc(hidden)]
-#[cfg(debug_assertions)]
+#[cfg(all(debug_assertions, not(fuzzing)))]
 mod instances;
 pub mod internals;
 mod interrupt;
