@@ -1,11 +1,11 @@
 //! Runs the device crate's anti-diagonal driver on the host: each thread of
 //! an emulated grid is a thread, and the grid-wide barrier is either a
-//! `std::sync::Barrier` or the GPU kernels' own generation barrier
+//! host barrier ([`LaneBarrier`]) or the GPU kernels' own generation barrier
 //! (`diagonal::generation_barrier`, atomics and fences, yielding while it
 //! spins), so the tests check both the driver's logic and the barrier's.
 
+use super::hardware::LaneBarrier;
 use std::sync::atomic::AtomicU32;
-use std::sync::Barrier;
 use timewarp_kernels::hw::{generation_barrier, Grid, WaitBound};
 
 /// Which barrier an emulated grid synchronises with.
@@ -18,7 +18,7 @@ pub enum BarrierKind {
 /// What the threads of one emulated grid share.
 struct GridBarrier {
     kind: BarrierKind,
-    std: Barrier,
+    std: LaneBarrier,
     /// `[count, generation, fault]` of the generation barrier.
     state: [AtomicU32; 3],
 }
@@ -68,7 +68,7 @@ pub fn run_grid<R: Send>(
 ) -> R {
     let barrier = GridBarrier {
         kind,
-        std: Barrier::new(threads),
+        std: LaneBarrier::new(threads),
         state: [AtomicU32::new(0), AtomicU32::new(0), AtomicU32::new(0)],
     };
     std::thread::scope(|scope| {

@@ -5,17 +5,71 @@
 //! check its logic (borders, bands, tiles, wavefront order) in CI, where
 //! there is no GPU. Warps narrower than 32 lanes exercise the same code with
 //! fewer threads. Thread blocks (the block driver) are emulated the same
-//! way: a thread per GPU thread, a `std::sync::Barrier` for `_syncthreads`.
+//! way: a thread per GPU thread, a [`LaneBarrier`] for `_syncthreads`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
+use std::sync::Mutex;
+use std::thread::Thread;
 use timewarp_kernels::hw::Warp;
 use timewarp_kernels::Real;
+
+/// A barrier for many more threads than cores (a warp's 32 lanes on CI's
+/// 2 cores): a waiting thread yields its core a few times, so the lanes
+/// still to arrive run, and then sleeps until the last one wakes it.
+/// `std::sync::Barrier` puts every waiter to sleep at once and wakes them
+/// all onto one mutex: the emulated tests spent most of their time
+/// switching threads, 2 to 9 times as long.
+pub struct LaneBarrier {
+    count: usize,
+    generation: AtomicU64,
+    /// Arrivals of this generation, and the threads asleep in it.
+    state: Mutex<(usize, Vec<Thread>)>,
+}
+
+/// How often a thread waiting at a [`LaneBarrier`] yields before it sleeps.
+const YIELDS_BEFORE_SLEEP: u32 = 64;
+
+impl LaneBarrier {
+    pub fn new(count: usize) -> Self {
+        LaneBarrier {
+            count,
+            generation: AtomicU64::new(0),
+            state: Mutex::new((0, Vec::new())),
+        }
+    }
+
+    pub fn wait(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 += 1;
+        if state.0 == self.count {
+            state.0 = 0;
+            let sleepers = std::mem::take(&mut state.1);
+            // Under the lock: no thread of this generation is between its
+            // arrival and its first look at the generation.
+            self.generation.fetch_add(1, Ordering::Release);
+            drop(state);
+            sleepers.iter().for_each(Thread::unpark);
+            return;
+        }
+        let generation = self.generation.load(Ordering::Relaxed);
+        state.1.push(std::thread::current());
+        drop(state);
+        let mut spins = 0;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if spins < YIELDS_BEFORE_SLEEP {
+                spins += 1;
+                std::thread::yield_now();
+            } else {
+                std::thread::park();
+            }
+        }
+    }
+}
 
 /// What the lanes of one emulated warp share.
 struct Exchange {
     slots: Vec<AtomicU64>,
-    barrier: Barrier,
+    barrier: LaneBarrier,
 }
 
 /// One lane of an emulated warp of `N` lanes.
@@ -141,7 +195,7 @@ pub fn run_numbered_warps<const N: usize, R: Send>(
     let exchanges: Vec<Exchange> = (0..warps)
         .map(|_| Exchange {
             slots: (0..N).map(|_| AtomicU64::new(0)).collect(),
-            barrier: Barrier::new(N),
+            barrier: LaneBarrier::new(N),
         })
         .collect();
     std::thread::scope(|scope| {
@@ -163,11 +217,11 @@ pub fn run_numbered_warps<const N: usize, R: Send>(
 }
 
 /// One thread of an emulated thread block: a barrier is a
-/// `std::sync::Barrier`, shared memory a buffer of the block's.
+/// [`LaneBarrier`], shared memory a buffer of the block's.
 pub struct BlockThread<'a> {
     thread: usize,
     threads: usize,
-    barrier: &'a Barrier,
+    barrier: &'a LaneBarrier,
     shared: *mut u8,
 }
 
@@ -198,7 +252,7 @@ pub fn run_block<R: Send>(
     shared: &mut [u64],
     body: impl Fn(&BlockThread<'_>) -> R + Sync,
 ) -> Vec<R> {
-    let barrier = Barrier::new(threads);
+    let barrier = LaneBarrier::new(threads);
     let memory = Shared(shared.as_mut_ptr() as *mut u8);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
