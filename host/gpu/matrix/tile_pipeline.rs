@@ -53,8 +53,9 @@ struct Slot<T> {
     chunk: Option<CudaSlice<u8>>,
     out: Option<CudaSlice<T>>,
     workspace: Option<CudaSlice<T>>,
-    /// The tile whose results are on their way into `results`.
-    pending: Option<Tile>,
+    /// The tile whose results are on their way into `results`, and its
+    /// block.
+    pending: Option<(usize, Tile)>,
 }
 
 /// The slots of one computation. Dropping it waits for the slots' streams,
@@ -65,6 +66,12 @@ pub(crate) struct Pipeline<'g, T> {
     slots: Vec<Slot<T>>,
     next: usize,
     sizes: Sizes,
+    /// The last block's upload (its series' range, and their image), kept
+    /// for the next block of the same upload.
+    image: Option<(Range<usize>, DeviceImage<T>)>,
+    /// The blocks started whose tiles are not all in place yet, each with
+    /// the count of those tiles.
+    open: Vec<(usize, usize)>,
 }
 
 impl<T> Drop for Pipeline<'_, T> {
@@ -106,6 +113,8 @@ impl<'g, T: Float> Pipeline<'g, T> {
             slots,
             next: 0,
             sizes,
+            image: None,
+            open: Vec::new(),
         })
     }
 
@@ -181,22 +190,24 @@ impl<'g, T: Float> Pipeline<'g, T> {
             .try_for_each(|slot| wait_event(&slot.done, "the tile pipeline"))
     }
 
-    /// Enqueues `tile` on the next slot, after waiting for that slot's
-    /// previous tile and copying its results into `out`.
+    /// Enqueues `tile` of `block` on the next slot, after waiting for that
+    /// slot's previous tile and copying its results into `out` (its block
+    /// into `done` if that was the block's last tile).
     fn submit<P: Copy>(
         &mut self,
         kernel: &PairKernel,
         params: P,
-        rows: &Operand<T>,
-        cols: &Operand<T>,
-        tile: Tile,
+        (rows, cols): (&Operand<T>, &Operand<T>),
+        (block, tile): (usize, Tile),
         out: &Output<T>,
+        done: &mut Vec<usize>,
     ) -> Result<()> {
         let (gpu, sizes) = (self.gpu, self.sizes);
         let index = self.next;
         self.next = (index + 1) % self.slots.len();
+        let placed = self.slots[index].finish(out)?;
+        self.placed(placed, done);
         let slot = &mut self.slots[index];
-        slot.finish(out)?;
         let (a, b) = if tile.triangle {
             let Operand::Device(image) = rows else {
                 unreachable!("a triangle's rows are uploaded")
@@ -233,45 +244,124 @@ impl<'g, T: Float> Pipeline<'g, T> {
         unsafe { driver::memcpy_dtoh_async(results, out_ptr, stream.cu_stream()) }
             .call("copying to the host")?;
         slot.done.record(&stream).call("recording an event")?;
-        slot.pending = Some(tile);
+        slot.pending = Some((block, tile));
         Ok(())
     }
 
-    /// Waits for every slot and copies the results still pending into `out`.
-    fn drain(&mut self, out: &Output<T>) -> Result<()> {
-        self.slots.iter_mut().try_for_each(|slot| slot.finish(out))
+    /// Counts a tile of `block` (if any) as placed; the block goes into
+    /// `done` with its last tile.
+    fn placed(&mut self, block: Option<usize>, done: &mut Vec<usize>) {
+        let Some(block) = block else { return };
+        let at = self.open.iter().position(|&(b, _)| b == block);
+        let entry = &mut self.open[at.expect("a pending tile's block is open")];
+        entry.1 -= 1;
+        if entry.1 == 0 {
+            self.open.swap_remove(at.expect("found above"));
+            done.push(block);
+        }
     }
 
-    /// Runs one upload of a plan whose `fixed` side it uploads: its series
-    /// of `fixed`, then its tiles against `other`.
-    pub(crate) fn run_upload<P: Copy>(
+    /// Waits for every slot, copies the results still pending into `out`,
+    /// and returns the blocks this completes (every open one).
+    pub(crate) fn finish(&mut self, out: &Output<T>) -> Result<Vec<usize>> {
+        let result = self.finish_all(out);
+        if result.is_err() {
+            self.abandon();
+        }
+        result
+    }
+
+    fn finish_all(&mut self, out: &Output<T>) -> Result<Vec<usize>> {
+        let mut done = Vec::new();
+        for index in 0..self.slots.len() {
+            let placed = self.slots[index].finish(out)?;
+            self.placed(placed, &mut done);
+        }
+        debug_assert!(
+            self.open.is_empty(),
+            "every open block has its tiles placed"
+        );
+        Ok(done)
+    }
+
+    /// Starts block `block` of a plan whose `fixed` side it uploads: its
+    /// series of `fixed` (kept from the last block when that uploaded the
+    /// same ones), then its tiles against `other`, results into `out`.
+    /// Returns the blocks whose results are now all in `out`: a block's
+    /// last tiles are still computing when the next block starts, so the
+    /// GPU does not idle between blocks ([`Self::finish`] waits for them).
+    /// On an error no tile is left running, and no open block is complete.
+    pub(crate) fn start_block<P: Copy>(
         &mut self,
-        kernel: &PairKernel,
-        params: P,
-        (side, upload): (Side, &Upload),
+        (kernel, params): (&PairKernel, P),
+        (block, side, upload): (usize, Side, &Upload),
         fixed: &SeriesSet<T>,
         other: &Operand<T>,
         out: &Output<T>,
-    ) -> Result<()> {
-        let image = self.upload(fixed, upload.series.clone())?;
+    ) -> Result<Vec<usize>> {
+        let result =
+            self.try_start_block((kernel, params), (block, side, upload), fixed, other, out);
+        if result.is_err() {
+            self.abandon();
+        }
+        result
+    }
+
+    fn try_start_block<P: Copy>(
+        &mut self,
+        (kernel, params): (&PairKernel, P),
+        (block, side, upload): (usize, Side, &Upload),
+        fixed: &SeriesSet<T>,
+        other: &Operand<T>,
+        out: &Output<T>,
+    ) -> Result<Vec<usize>> {
+        let mut done = Vec::new();
+        let kept = matches!(&self.image, Some((range, _)) if *range == upload.series);
+        if !kept {
+            // The upload goes through the slots' staging buffers, and the
+            // last image is freed: no tile may be in flight.
+            done = self.finish_all(out)?;
+            self.image = None;
+            let image = self.upload(fixed, upload.series.clone())?;
+            self.image = Some((upload.series.clone(), image));
+        }
+        self.open.push((block, upload.tiles.len()));
+        let (range, image) = self.image.take().expect("uploaded above");
         let uploaded = Operand::Device(&image);
         let (rows, cols) = match side {
             Side::Rows => (&uploaded, other),
             Side::Cols => (other, &uploaded),
         };
-        let result = upload
-            .tiles
-            .iter()
-            .try_for_each(|tile| {
-                interrupt::check()?;
-                self.submit(kernel, params, rows, cols, tile.clone(), out)
-            })
-            .and_then(|()| self.drain(out));
-        if result.is_err() {
-            self.wait_all();
+        let submitted = upload.tiles.iter().try_for_each(|tile| {
+            interrupt::check()?;
+            let tile = (block, tile.clone());
+            self.submit(kernel, params, (rows, cols), tile, out, &mut done)
+        });
+        // Back before any return: an error waits for the tiles that read
+        // it before it is freed.
+        self.image = Some((range, image));
+        submitted?;
+        if upload.tiles.is_empty() {
+            self.placed_empty(block, &mut done);
         }
-        // The uploaded image is freed next: no kernel reads it any more.
-        result
+        Ok(done)
+    }
+
+    /// A block of no tiles is complete as soon as it starts.
+    fn placed_empty(&mut self, block: usize, done: &mut Vec<usize>) {
+        self.open.retain(|&(b, _)| b != block);
+        done.push(block);
+    }
+
+    /// After an error: waits for every tile still running, forgets them
+    /// and their blocks (none of which is complete), and frees the upload.
+    fn abandon(&mut self) {
+        self.wait_all();
+        for slot in &mut self.slots {
+            slot.pending = None;
+        }
+        self.open.clear();
+        self.image = None;
     }
 
     /// Waits for every slot's stream, ignoring errors (on the way out of a
@@ -285,10 +375,11 @@ impl<'g, T: Float> Pipeline<'g, T> {
 
 impl<T: Float> Slot<T> {
     /// Waits for the pending tile, if any, and copies its results into `out`
-    /// (whose part for them is made ready while the GPU computes them).
-    fn finish(&mut self, out: &Output<T>) -> Result<()> {
-        let Some(tile) = self.pending.take() else {
-            return Ok(());
+    /// (whose part for them is made ready while the GPU computes them);
+    /// returns the tile's block.
+    fn finish(&mut self, out: &Output<T>) -> Result<Option<usize>> {
+        let Some((block, tile)) = self.pending.take() else {
+            return Ok(None);
         };
         out.prepare(&tile)?;
         wait_event(&self.done, "the tile pipeline")?;
@@ -297,7 +388,7 @@ impl<T: Float> Slot<T> {
         // wrote `tile.outputs()` values.
         let values = unsafe { results.values::<T>(tile.outputs()) };
         out.place(&tile, values);
-        Ok(())
+        Ok(Some(block))
     }
 
     fn staging(&mut self, gpu: &Gpu, bytes: usize) -> Result<&mut Pinned> {

@@ -7,7 +7,7 @@
 
 use super::tile_pipeline::{Operand, PairKernel, Pipeline};
 use crate::gpu::plan::matrix_tiles::{Plan, Sizes, Tile};
-use crate::gpu::plan::spread::spread;
+use crate::gpu::plan::spread::spread_pipelined;
 use crate::gpu::runtime::context::Gpu;
 use crate::gpu::runtime::several_gpus::{armed_faults, enter};
 use crate::gpu::transfer::matrix_output::Output;
@@ -57,10 +57,12 @@ impl<'a, T: Float> Worker<'a, T> {
 
 /// Runs the uploads of `plan` (its blocks) on `workers`, each through its
 /// own pipeline of `sizes` with `kernel` loaded on its GPU, the `fixed`
-/// side uploaded a block at a time, results into `out`; counts each GPU's
-/// pairs, time and the call's time in [`Gpu::work`]. The blocks are handed
-/// out in the plan's order (largest first when it is spread,
-/// `plan::blocks`).
+/// side uploaded a block at a time (once for consecutive blocks of the
+/// same upload), results into `out`; counts each GPU's pairs, time and the
+/// call's time in [`Gpu::work`]. The blocks are handed out in the plan's
+/// order (largest first when it is spread, `plan::blocks`); a GPU starts
+/// its next block while its last one's results come back, and a block
+/// counts as done once they are in `out`.
 pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
     workers: &mut [Worker<'_, T>],
     (plan, sizes): (&Plan, Sizes),
@@ -70,7 +72,7 @@ pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
     out: &Output<T>,
 ) -> Result<()> {
     let start = Instant::now();
-    let result = spread(
+    let result = spread_pipelined(
         workers,
         plan.uploads.len(),
         |worker| worker.gpu.name(),
@@ -86,10 +88,15 @@ pub(crate) fn run_plan<T: Float, P: Copy + Send + Sync>(
             let (Some(kernel), Some(pipeline)) = (&worker.kernel, &mut worker.pipeline) else {
                 unreachable!("both set above")
             };
-            let upload = (plan.fixed, &plan.uploads[block]);
-            pipeline.run_upload(kernel, params, upload, fixed, &worker.operand, out)?;
+            let upload = (block, plan.fixed, &plan.uploads[block]);
+            let done =
+                pipeline.start_block((kernel, params), upload, fixed, &worker.operand, out)?;
             worker.done += 1;
-            Ok(())
+            Ok(done)
+        },
+        |worker| match &mut worker.pipeline {
+            Some(pipeline) => pipeline.finish(out),
+            None => Ok(Vec::new()),
         },
     );
     let call = start.elapsed();

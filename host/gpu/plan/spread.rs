@@ -70,15 +70,38 @@ where
     W: Send,
     F: Fn(&mut W, usize) -> Result<()> + Sync,
 {
+    spread_pipelined(
+        workers,
+        count,
+        name,
+        |worker, block| run(worker, block).map(|()| vec![block]),
+        |_| Ok(Vec::new()),
+    )
+}
+
+/// [`spread`] for workers that keep blocks in flight, so that one block's
+/// last results come back while the next one computes:
+/// `start(worker, block)` starts a block and returns the blocks whose
+/// results are now all in place (none, that one, or earlier ones);
+/// `finish(worker)` waits for the rest of its blocks and returns them. A
+/// block counts as done only once it is returned: a worker that fails
+/// hands every block it started and did not return back to the queue.
+pub(crate) fn spread_pipelined<W, F, G>(
+    workers: &mut [W],
+    count: usize,
+    name: impl Fn(&W) -> String + Sync,
+    start: F,
+    finish: G,
+) -> Result<Vec<Share>>
+where
+    W: Send,
+    F: Fn(&mut W, usize) -> Result<Vec<usize>> + Sync,
+    G: Fn(&mut W) -> Result<Vec<usize>> + Sync,
+{
     if let [worker] = workers {
-        let mut share = Share::default();
-        for block in 0..count {
-            let start = Instant::now();
-            run(worker, block).map_err(|e| named(e, &name(worker)))?;
-            share.time += start.elapsed();
-            share.blocks.push(block);
-        }
-        return Ok(vec![share]);
+        return alone(worker, count, start, finish)
+            .map(|share| vec![share])
+            .map_err(|e| named(e, &name(worker)));
     }
     if workers.is_empty() {
         return Err(Error::InvalidInput("no worker to compute on".into()));
@@ -97,7 +120,9 @@ where
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
-    let take = || -> Option<usize> {
+    // The next block; `None` when there is none to take now (`wait`:
+    // while another worker may still hand one back, wait for it).
+    let take = |wait: bool| -> Option<usize> {
         let mut state = lock();
         loop {
             if state.fatal.is_some() {
@@ -113,7 +138,7 @@ where
                 state.in_flight += 1;
                 return Some(block);
             }
-            if state.in_flight == 0 {
+            if !wait || state.in_flight == 0 {
                 return None;
             }
             // A block in flight may still come back from a failing worker.
@@ -123,43 +148,30 @@ where
         }
     };
     let work = |worker: &mut W| -> Share {
-        let mut done = Share::default();
-        while let Some(block) = take() {
-            let start = Instant::now();
-            let result = run(worker, block);
-            let elapsed = start.elapsed();
-            let mut state = lock();
-            state.in_flight -= 1;
-            match result {
-                Ok(()) => {
-                    done.blocks.push(block);
-                    done.time += elapsed;
+        let mut share = Share::default();
+        // Blocks started and not yet returned.
+        let mut open: Vec<usize> = Vec::new();
+        loop {
+            // With blocks open, finish them before waiting on the others'.
+            let next = take(open.is_empty());
+            let began = Instant::now();
+            let result = match next {
+                Some(block) => {
+                    open.push(block);
+                    start(worker, block)
                 }
-                Err(error) if error.is_gpu_failure() && state.alive > 1 => {
-                    state.alive -= 1;
-                    state.retry.push(block);
-                    state.failures.push(named(error, &name(worker)).to_string());
-                    changed.notify_all();
-                    return done;
-                }
-                Err(error) => {
-                    let mut error = named(error, &name(worker));
-                    if let Some(last) = error.gpu_failure_text() {
-                        if !state.failures.is_empty() {
-                            *last = format!(
-                                "{last}; the other GPUs failed before: {}",
-                                state.failures.join("; ")
-                            );
-                        }
-                    }
-                    state.fatal.get_or_insert(error);
-                    changed.notify_all();
-                    return done;
-                }
-            }
+                None if open.is_empty() => return share,
+                None => finish(worker),
+            };
+            share.time += began.elapsed();
+            let goes_on = lock().settle(result, next.is_none(), &mut open, &mut share, || {
+                name(worker)
+            });
             changed.notify_all();
+            if !goes_on {
+                return share;
+            }
         }
-        done
     };
     let shares: Vec<Share> = on_threads(workers, work);
     let state = queue.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -168,6 +180,77 @@ where
     }
     debug_assert_eq!(shares.iter().map(|s| s.blocks.len()).sum::<usize>(), count);
     Ok(shares)
+}
+
+/// [`spread_pipelined`] on one worker, on the calling thread: every block
+/// in order.
+fn alone<W, F, G>(worker: &mut W, count: usize, start: F, finish: G) -> Result<Share>
+where
+    F: Fn(&mut W, usize) -> Result<Vec<usize>>,
+    G: Fn(&mut W) -> Result<Vec<usize>>,
+{
+    let began = Instant::now();
+    let mut share = Share::default();
+    for block in 0..count {
+        share.blocks.extend(start(worker, block)?);
+    }
+    share.blocks.extend(finish(worker)?);
+    share.time = began.elapsed();
+    debug_assert_eq!(share.blocks.len(), count);
+    Ok(share)
+}
+
+impl Queue {
+    /// Records what a worker's start (or, `finished`, its finish) gave:
+    /// the blocks it completed into its `share`, out of its `open` ones;
+    /// or its error, its open blocks back to the queue (a device error
+    /// while others are alive) or the call's end. Returns whether the
+    /// worker goes on.
+    fn settle(
+        &mut self,
+        result: Result<Vec<usize>>,
+        finished: bool,
+        open: &mut Vec<usize>,
+        share: &mut Share,
+        name: impl FnOnce() -> String,
+    ) -> bool {
+        match result {
+            Ok(done) => {
+                for block in done {
+                    let at = open.iter().position(|&b| b == block);
+                    open.swap_remove(at.expect("a worker returns only blocks it started"));
+                    self.in_flight -= 1;
+                    share.blocks.push(block);
+                }
+                if finished {
+                    debug_assert!(open.is_empty(), "finish returns every open block");
+                    self.in_flight -= open.len();
+                    self.retry.append(open);
+                }
+                true
+            }
+            Err(error) => {
+                self.in_flight -= open.len();
+                if error.is_gpu_failure() && self.alive > 1 {
+                    self.alive -= 1;
+                    self.retry.append(open);
+                    self.failures.push(named(error, &name()).to_string());
+                } else {
+                    let mut error = named(error, &name());
+                    if let Some(last) = error.gpu_failure_text() {
+                        if !self.failures.is_empty() {
+                            *last = format!(
+                                "{last}; the other GPUs failed before: {}",
+                                self.failures.join("; ")
+                            );
+                        }
+                    }
+                    self.fatal.get_or_insert(error);
+                }
+                false
+            }
+        }
+    }
 }
 
 /// Runs `run(worker)` on every worker at once, a thread each (one on the
@@ -254,6 +337,8 @@ mod tests {
         delay: Duration,
         fail_after: Option<(usize, fn() -> Error)>,
         done: usize,
+        /// Started blocks whose results are not in place yet (pipelined).
+        open: Vec<usize>,
     }
 
     fn fake(ordinal: usize, millis: u64) -> Fake {
@@ -262,6 +347,7 @@ mod tests {
             delay: Duration::from_millis(millis),
             fail_after: None,
             done: 0,
+            open: Vec::new(),
         }
     }
 
@@ -291,6 +377,55 @@ mod tests {
         (shares, out.into_inner().unwrap(), counts)
     }
 
+    /// [`run`] through [`spread_pipelined`], with workers whose blocks are
+    /// in place one start later (a pipeline's last tiles come back while
+    /// the next block computes), and whose failure loses the open block.
+    fn run_pipelined(
+        workers: &mut [Fake],
+        count: usize,
+        fail_in_finish: bool,
+    ) -> (Result<Vec<Share>>, Vec<usize>, Vec<usize>) {
+        let out = Mutex::new(vec![0; count]);
+        let computed: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
+        let place = |worker: &mut Fake| -> Vec<usize> {
+            let done: Vec<usize> = worker.open.drain(..).collect();
+            for &block in &done {
+                computed[block].fetch_add(1, Ordering::Relaxed);
+                out.lock().unwrap()[block] = block * 10;
+            }
+            done
+        };
+        // The armed error, when its time has come: at the start after
+        // `after` blocks, or (`fail_in_finish`) at the finish after them.
+        let armed = |worker: &Fake, in_finish: bool| match worker.fail_after {
+            Some((after, error)) if in_finish == fail_in_finish && worker.done >= after => {
+                Some(error())
+            }
+            _ => None,
+        };
+        let shares = spread_pipelined(
+            workers,
+            count,
+            name,
+            |worker, block| {
+                if let Some(error) = armed(worker, false) {
+                    return Err(error);
+                }
+                std::thread::sleep(worker.delay);
+                let done = place(worker);
+                worker.open.push(block);
+                worker.done += 1;
+                Ok(done)
+            },
+            |worker| match armed(worker, true) {
+                Some(error) => Err(error),
+                None => Ok(place(worker)),
+            },
+        );
+        let counts = computed.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        (shares, out.into_inner().unwrap(), counts)
+    }
+
     fn out_of_memory() -> Error {
         Error::gpu_memory("a block needs more than the budget")
     }
@@ -316,6 +451,51 @@ mod tests {
             assert_eq!(out, (0..37).map(|b| b * 10).collect::<Vec<_>>());
             assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
         }
+    }
+
+    #[test]
+    fn pipelined_every_block_once_and_in_its_place() {
+        for workers in 1..=4 {
+            let mut fakes: Vec<Fake> = (0..workers).map(|k| fake(k, 1)).collect();
+            let (shares, out, counts) = run_pipelined(&mut fakes, 37, false);
+            assert_partition(&shares.unwrap(), 37);
+            assert_eq!(out, (0..37).map(|b| b * 10).collect::<Vec<_>>());
+            assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
+        }
+    }
+
+    /// A worker that fails with a block started and not in place hands it
+    /// back: the others compute it, and it counts for them alone.
+    #[test]
+    fn a_failing_pipelined_worker_hands_back_its_open_block() {
+        let mut fakes = vec![fake(0, 1), fake(1, 1), fake(2, 1)];
+        fakes[1].fail_after = Some((3, out_of_memory));
+        let (shares, out, counts) = run_pipelined(&mut fakes, 40, false);
+        let shares = shares.unwrap();
+        // Three started; the first two in place; the third lost.
+        assert_eq!(shares[1].blocks.len(), 2, "{shares:?}");
+        assert_partition(&shares, 40);
+        assert_eq!(out, (0..40).map(|b| b * 10).collect::<Vec<_>>());
+        assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
+        // A failure in the finish loses the last block started.
+        let mut fakes = vec![fake(0, 1), fake(1, 1)];
+        fakes[1].fail_after = Some((1, out_of_memory));
+        let (shares, out, counts) = run_pipelined(&mut fakes, 20, true);
+        let shares = shares.unwrap();
+        assert!(!shares[1].blocks.is_empty(), "{shares:?}");
+        assert_partition(&shares, 20);
+        assert_eq!(out, (0..20).map(|b| b * 10).collect::<Vec<_>>());
+        assert!(counts.iter().all(|&c| c == 1), "{counts:?}");
+        // Every worker fails: the call fails, naming them.
+        let mut two = vec![fake(0, 1), fake(1, 1)];
+        two[0].fail_after = Some((2, out_of_memory));
+        two[1].fail_after = Some((5, out_of_memory));
+        let error = run_pipelined(&mut two, 50, false).0.unwrap_err();
+        let error = error.to_string();
+        assert!(
+            error.contains("GPU 0 (fake)") && error.contains("GPU 1 (fake)"),
+            "{error}"
+        );
     }
 
     #[test]
