@@ -120,12 +120,19 @@ where
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
-    // The next block; `None` when there is none to take now (`wait`:
-    // while another worker may still hand one back, wait for it).
+    // The next block; `None` when there is none to take now. A worker
+    // with blocks open (`!wait`) takes one only while more are left than
+    // there are workers: each of the last goes to a worker that has
+    // finished, so none waits at the end while another still has two
+    // blocks to go. A worker without (`wait`) waits for a block that
+    // another may still hand back.
     let take = |wait: bool| -> Option<usize> {
         let mut state = lock();
         loop {
             if state.fatal.is_some() {
+                return None;
+            }
+            if !wait && count - state.next + state.retry.len() <= state.alive {
                 return None;
             }
             let block = state.retry.pop().or_else(|| {
@@ -496,6 +503,35 @@ mod tests {
             error.contains("GPU 0 (fake)") && error.contains("GPU 1 (fake)"),
             "{error}"
         );
+    }
+
+    /// A worker takes its next block while one is open, but none of the
+    /// last blocks (one a worker): those go to workers with none open.
+    #[test]
+    fn the_last_blocks_go_to_workers_with_none_open() {
+        let count = 20;
+        let taken_while_open = Mutex::new(Vec::new());
+        let mut fakes = vec![fake(0, 1), fake(1, 1)];
+        let shares = spread_pipelined(
+            &mut fakes,
+            count,
+            name,
+            |worker, block| {
+                if !worker.open.is_empty() {
+                    taken_while_open.lock().unwrap().push(block);
+                }
+                std::thread::sleep(worker.delay);
+                let done = std::mem::take(&mut worker.open);
+                worker.open.push(block);
+                Ok(done)
+            },
+            |worker| Ok(std::mem::take(&mut worker.open)),
+        );
+        assert_partition(&shares.unwrap(), count);
+        let taken = taken_while_open.into_inner().unwrap();
+        assert!(!taken.is_empty(), "no block was taken while one was open");
+        // No failures: blocks are handed out in order.
+        assert!(taken.iter().all(|&b| b < count - 2), "{taken:?}");
     }
 
     #[test]
