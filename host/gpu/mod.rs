@@ -67,7 +67,7 @@ pub(crate) mod internals {
 }
 
 pub(crate) use matrix::{matrix, matrix_resident, upload_range, ResidentParts};
-pub(crate) use neighbours::{KnnDevice, KnnQueries};
+pub(crate) use neighbours::{KnnDevice, KnnQueries, PairSurvivors};
 pub(crate) use paired::{
     output_len, paired_gradient_resident_spread, paired_gradient_spread, paired_gradient_variant,
     paired_on_device, paired_value_variant, paired_values_resident_spread, paired_values_spread,
@@ -84,5 +84,5 @@ pub(crate) use plan::spread::{named, shards as plan_shards};
 pub(crate) use plan::subsequence::auto_on_gpu as alignment_auto_on_gpu;
 pub(crate) use runtime::context::KernelParams;
 pub(crate) use runtime::several_gpus::budgets;
-pub(crate) use search::{AlignmentDevice, ChunkBuffer, SearchDevice, SearchQuery, Survivors};
+pub(crate) use search::{AlignmentDevice, ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
 pub(crate) use transfer::image_writes::copy_threads;

@@ -29,7 +29,7 @@ use super::chunk_reader::read_ahead;
 use super::scan::Cutoff;
 use super::select::{choose, sort, Keeper};
 use super::{Match, Plan, PruningStats, SearchResult, SeriesSource};
-use crate::gpu::{search_next_batch, Gpu, SearchDevice, SearchQuery, Survivors};
+use crate::gpu::{search_next_batch, ChunkSurvivors, Gpu, SearchDevice, SearchQuery};
 use crate::interrupt::{self, Running};
 use crate::Result;
 use std::collections::VecDeque;
@@ -94,7 +94,7 @@ pub(crate) fn search<S: SeriesSource + ?Sized>(
                 let bounded = Instant::now();
                 phases.bounds += bounded - started;
                 let max_batch = device.max_batch();
-                phases.survivors += survivors.kept.len();
+                phases.survivors += survivors.starts.len();
                 state.chunk(&survivors, (first, max_batch), |candidates, cutoff| {
                     interrupt::check()?;
                     phases.launches += 1;
@@ -222,7 +222,7 @@ impl State {
     /// or `None` when abandoned above `cutoff`).
     pub fn chunk(
         &mut self,
-        found: &Survivors,
+        found: &ChunkSurvivors,
         (first, max_batch): (usize, usize),
         mut dtw: impl FnMut(&[u32], f64) -> Result<Vec<Option<f64>>>,
     ) -> Result<()> {
@@ -237,7 +237,7 @@ impl State {
         let order =
             |a: &(f64, u32, u32), b: &(f64, u32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
         let mut left: Vec<(f64, u32, u32)> = found
-            .kept
+            .starts
             .iter()
             .enumerate()
             .map(|(i, &s)| {
@@ -403,7 +403,7 @@ mod tests {
     /// survivors are listed in another order than the starts), and what
     /// the device returns of it; checked against every start's bounds (the
     /// same kernel at an infinite cutoff, which keeps every start).
-    fn emulated_bounds(launch: &SearchLaunch, cutoff: f64) -> Survivors {
+    fn emulated_bounds(launch: &SearchLaunch, cutoff: f64) -> ChunkSurvivors {
         let starts = launch.starts as usize;
         let run = |cutoff: f64| {
             let mut kept = vec![u32::MAX; starts];
@@ -427,17 +427,17 @@ mod tests {
             let (count, pruned) = read_tally(&tally);
             kept.truncate(count);
             bounds.truncate(count * BOUNDS_PER_START);
-            Survivors {
-                kept,
+            ChunkSurvivors {
+                starts: kept,
                 bounds,
                 pruned,
             }
         };
         let found = run(cutoff);
         let all = run(f64::INFINITY);
-        assert_eq!(all.kept.len(), starts);
+        assert_eq!(all.starts.len(), starts);
         let mut of_start = vec![[0.0; BOUNDS_PER_START]; starts];
-        for (i, &s) in all.kept.iter().enumerate() {
+        for (i, &s) in all.starts.iter().enumerate() {
             of_start[s as usize] = all.bounds_of(i);
         }
         let (mut pruned, mut survivors) = ([0; BOUNDS_PER_START], Vec::new());
@@ -448,10 +448,10 @@ mod tests {
             }
         }
         assert_eq!(found.pruned, pruned);
-        let mut listed = found.kept.clone();
+        let mut listed = found.starts.clone();
         listed.sort_unstable();
         assert_eq!(listed, survivors);
-        for (i, &s) in found.kept.iter().enumerate() {
+        for (i, &s) in found.starts.iter().enumerate() {
             let bits = |b: [f64; BOUNDS_PER_START]| b.map(f64::to_bits);
             assert_eq!(bits(found.bounds_of(i)), bits(of_start[s as usize]));
         }

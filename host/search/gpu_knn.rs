@@ -29,7 +29,7 @@ use super::bounds::sliding_envelope;
 use super::kept::{Keeper, Ranked, Slack};
 use super::whole::{largest_magnitude, slack_of, Found};
 use super::PruningStats;
-use crate::gpu::{search_next_batch, KnnDevice, KnnQueries, Survivors};
+use crate::gpu::{search_next_batch, KnnDevice, KnnQueries, PairSurvivors};
 use crate::interrupt::{self, Running};
 use crate::resident::OnGpus;
 use crate::results::zeros;
@@ -53,7 +53,7 @@ pub(crate) trait PairDevice<T> {
     fn max_batch(&self) -> usize;
     /// The survivors of `cutoffs` (one a query) among the pairs of every
     /// query and series `first .. first + count`.
-    fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<Survivors>;
+    fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<PairSurvivors>;
     /// The brute force's distances of `pairs` (query, database series).
     fn distances(&mut self, pairs: &[(u32, u32)]) -> Result<Vec<T>>;
 }
@@ -141,7 +141,7 @@ impl<T: Float> PairDevice<T> for KnnDevice<'_, T> {
         KnnDevice::max_batch(self)
     }
 
-    fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<Survivors> {
+    fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<PairSurvivors> {
         KnnDevice::bounds(self, first, count, cutoffs)
     }
 
@@ -201,7 +201,7 @@ fn block<T: Float, D: PairDevice<T>>(
         // (largest bound, pair, place in `found`), in the order of the
         // first two: the same whatever order the kernel listed them in.
         let mut order: Vec<(f64, u32, u32)> = found
-            .kept
+            .pairs
             .iter()
             .enumerate()
             .map(|(i, &p)| {
@@ -304,7 +304,7 @@ mod tests {
             self.max_batch
         }
 
-        fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<Survivors> {
+        fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<PairSurvivors> {
             let db = self.database;
             let length = if db.min_len() == db.max_len() {
                 db.max_len()
@@ -346,8 +346,8 @@ mod tests {
             let (n, pruned) = read_tally(&tally);
             kept.truncate(n);
             bounds.truncate(n * BOUNDS_PER_START);
-            Ok(Survivors {
-                kept,
+            Ok(PairSurvivors {
+                pairs: kept,
                 bounds,
                 pruned,
             })

@@ -299,43 +299,52 @@ impl<'g, T: Float> Pipeline<'g, T> {
         other: &Operand<T>,
         out: &Output<T>,
     ) -> Result<Vec<usize>> {
-        let mut start = || -> Result<Vec<usize>> {
-            let mut done = Vec::new();
-            let kept = matches!(&self.image, Some((range, _)) if *range == upload.series);
-            if !kept {
-                // The upload goes through the slots' staging buffers, and the
-                // last image is freed: no tile may be in flight.
-                done = self.finish_all(out)?;
-                self.image = None;
-                let image = self.upload(fixed, upload.series.clone())?;
-                self.image = Some((upload.series.clone(), image));
-            }
-            self.open.push((block, upload.tiles.len()));
-            let (range, image) = self.image.take().expect("uploaded above");
-            let uploaded = Operand::Device(&image);
-            let (rows, cols) = match side {
-                Side::Rows => (&uploaded, other),
-                Side::Cols => (other, &uploaded),
-            };
-            let submitted = upload.tiles.iter().try_for_each(|tile| {
-                interrupt::check()?;
-                let tile = (block, tile.clone());
-                self.submit(kernel, params, (rows, cols), tile, out, &mut done)
-            });
-            // Back before any return: an error waits for the tiles that read
-            // it before it is freed.
-            self.image = Some((range, image));
-            submitted?;
-            if upload.tiles.is_empty() {
-                self.placed_empty(block, &mut done);
-            }
-            Ok(done)
-        };
-        let result = start();
+        let result =
+            self.try_start_block((kernel, params), (block, side, upload), fixed, other, out);
         if result.is_err() {
             self.abandon();
         }
         result
+    }
+
+    fn try_start_block<P: Copy>(
+        &mut self,
+        (kernel, params): (&PairKernel, P),
+        (block, side, upload): (usize, Side, &Upload),
+        fixed: &SeriesSet<T>,
+        other: &Operand<T>,
+        out: &Output<T>,
+    ) -> Result<Vec<usize>> {
+        let mut done = Vec::new();
+        let kept = matches!(&self.image, Some((range, _)) if *range == upload.series);
+        if !kept {
+            // The upload goes through the slots' staging buffers, and the
+            // last image is freed: no tile may be in flight.
+            done = self.finish_all(out)?;
+            self.image = None;
+            let image = self.upload(fixed, upload.series.clone())?;
+            self.image = Some((upload.series.clone(), image));
+        }
+        self.open.push((block, upload.tiles.len()));
+        let (range, image) = self.image.take().expect("uploaded above");
+        let uploaded = Operand::Device(&image);
+        let (rows, cols) = match side {
+            Side::Rows => (&uploaded, other),
+            Side::Cols => (other, &uploaded),
+        };
+        let submitted = upload.tiles.iter().try_for_each(|tile| {
+            interrupt::check()?;
+            let tile = (block, tile.clone());
+            self.submit(kernel, params, (rows, cols), tile, out, &mut done)
+        });
+        // Back before any return: an error waits for the tiles that read
+        // it before it is freed.
+        self.image = Some((range, image));
+        submitted?;
+        if upload.tiles.is_empty() {
+            self.placed_empty(block, &mut done);
+        }
+        Ok(done)
     }
 
     /// A block of no tiles is complete as soon as it starts.

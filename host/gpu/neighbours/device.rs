@@ -14,13 +14,12 @@ use crate::gpu::launch::pair_kernel::{launch_pairs, pair_kernel, PairKernel};
 use crate::gpu::plan::select::band_width;
 use crate::gpu::runtime::context::{poison_bytes, Busy, Gpu};
 use crate::gpu::runtime::wait::wait_stream;
-use crate::gpu::search::{read_survivors, Survivors};
 use crate::gpu::transfer::uploads::DeviceSeriesSet;
 use crate::{Error, Float, Result, Variant};
 use cudarc::driver::{CudaSlice, DevicePtr};
 use std::mem::size_of;
 use timewarp_kernels::launch::neighbours::{GatherLaunch, KnnLaunch};
-use timewarp_kernels::launch::search::{BOUNDS_PER_START, TALLY_WORDS};
+use timewarp_kernels::launch::search::{read_tally, BOUNDS_PER_START, TALLY_WORDS};
 use timewarp_kernels::launch::Numbering;
 use timewarp_kernels::{Driver, DtwParams, KernelId, SetRef};
 
@@ -43,6 +42,25 @@ pub(crate) struct KnnQueries<'a, T> {
     pub lower: &'a [f64],
     pub upper: &'a [f64],
     pub exact: &'a [T],
+}
+
+/// What a chunk's bounds leave: the pairs no bound prunes at their
+/// query's cutoff (`q * count + j`, in no particular order), their bounds
+/// (`BOUNDS_PER_START` a survivor), and the pairs each bound pruned first.
+#[derive(Debug, Default)]
+pub(crate) struct PairSurvivors {
+    pub pairs: Vec<u32>,
+    pub bounds: Vec<f64>,
+    pub pruned: [u64; BOUNDS_PER_START],
+}
+
+impl PairSurvivors {
+    /// The bounds of survivor `i`.
+    pub fn bounds_of(&self, i: usize) -> [f64; BOUNDS_PER_START] {
+        let mut b = [0.0; BOUNDS_PER_START];
+        b.copy_from_slice(&self.bounds[i * BOUNDS_PER_START..(i + 1) * BOUNDS_PER_START]);
+        b
+    }
 }
 
 /// The pair kernel the brute force (`matrix_resident`) runs for queries
@@ -255,7 +273,7 @@ impl<'g, T: Float> KnnDevice<'g, T> {
     /// The bounds of every query of the block against database series
     /// `first .. first + count` (at most [`KnnDevice::max_chunk`]), and the
     /// pairs that survive `cutoffs` (one a query).
-    pub fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<Survivors> {
+    pub fn bounds(&mut self, first: usize, count: usize, cutoffs: &[f64]) -> Result<PairSurvivors> {
         let queries = self.queries_count();
         assert!(count >= 1 && count <= self.max_chunk && cutoffs.len() == queries);
         let stream = self.gpu.stream.clone();
@@ -288,8 +306,35 @@ impl<'g, T: Float> KnnDevice<'g, T> {
         self.run(Driver::KnnEnvelope, launch, count * self.length * self.dims)?;
         self.run(Driver::KnnBounds, launch, count * queries)?;
         wait_stream(&stream, "dtw_knn_bounds")?;
-        let buffers = (&self.tally, &self.kept, &self.bounds);
-        read_survivors(&stream, buffers, count * queries, "the k-NN's bounds")
+        let mut tally = vec![0; TALLY_WORDS];
+        stream
+            .memcpy_dtoh(&self.tally, &mut tally[..])
+            .call("copying to the host")?;
+        let (kept, pruned) = read_tally(&tally);
+        let counted = kept as u64 + pruned.iter().sum::<u64>();
+        if counted != (count * queries) as u64 {
+            return Err(Error::GpuFailure(format!(
+                "the k-NN's bounds counted {counted} of {} pairs",
+                count * queries
+            )));
+        }
+        let mut found = PairSurvivors {
+            pairs: vec![0; kept],
+            bounds: vec![0.0; kept * BOUNDS_PER_START],
+            pruned,
+        };
+        if kept > 0 {
+            stream
+                .memcpy_dtoh(&self.kept.slice(..kept), &mut found.pairs[..])
+                .call("copying to the host")?;
+            stream
+                .memcpy_dtoh(
+                    &self.bounds.slice(..found.bounds.len()),
+                    &mut found.bounds[..],
+                )
+                .call("copying to the host")?;
+        }
+        Ok(found)
     }
 
     /// The distances of `pairs` (query of the block, database series), at

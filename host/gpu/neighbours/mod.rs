@@ -11,4 +11,4 @@
 
 mod device;
 
-pub(crate) use device::{KnnDevice, KnnQueries};
+pub(crate) use device::{KnnDevice, KnnQueries, PairSurvivors};

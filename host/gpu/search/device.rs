@@ -14,9 +14,8 @@ use crate::gpu::runtime::context::{Busy, Gpu};
 use crate::gpu::runtime::pinned::Pinned;
 use crate::gpu::runtime::wait::wait_stream;
 use crate::{Error, Result};
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaSlice, DevicePtr};
 use std::mem::size_of;
-use std::sync::Arc;
 use timewarp_kernels::launch::search::{
     read_tally, SearchLaunch, ABANDONED, BOUNDS_PER_START, TALLY_WORDS,
 };
@@ -37,20 +36,18 @@ pub(crate) struct SearchQuery<'a> {
     pub znorm: bool,
 }
 
-/// What a bounds kernel leaves (the search's for a chunk's starts, the
-/// k-NN's for a block's pairs): the starts or pairs that no bound prunes
-/// at the cutoff (in no particular order), their bounds
-/// ([`BOUNDS_PER_START`] a survivor, in the same order), and the starts or
-/// pairs each bound pruned first (LB_Kim, LB_Keogh on the query's
-/// envelope, on the data's).
+/// What a chunk's bounds leave: the starts that no bound prunes at the
+/// cutoff (in no particular order), their bounds ([`BOUNDS_PER_START`] a
+/// survivor, in the same order), and the starts each bound pruned first
+/// (LB_Kim, LB_Keogh on the query's envelope, on the data's).
 #[derive(Debug, Default)]
-pub(crate) struct Survivors {
-    pub kept: Vec<u32>,
+pub(crate) struct ChunkSurvivors {
+    pub starts: Vec<u32>,
     pub bounds: Vec<f64>,
     pub pruned: [u64; BOUNDS_PER_START],
 }
 
-impl Survivors {
+impl ChunkSurvivors {
     /// The bounds of survivor `i`.
     pub fn bounds_of(&self, i: usize) -> [f64; BOUNDS_PER_START] {
         let mut b = [0.0; BOUNDS_PER_START];
@@ -60,7 +57,7 @@ impl Survivors {
 
     /// Starts of the chunk: the survivors and those pruned.
     pub fn candidates(&self) -> u64 {
-        self.kept.len() as u64 + self.pruned.iter().sum::<u64>()
+        self.starts.len() as u64 + self.pruned.iter().sum::<u64>()
     }
 }
 
@@ -252,7 +249,12 @@ impl<'g> SearchDevice<'g> {
     /// on the data's) and returns those that survive `cutoff`, with the
     /// counts of those pruned. The copy from `buffer` has ended when it
     /// returns, with or without an error.
-    pub fn bounds(&mut self, buffer: &ChunkBuffer, len: usize, cutoff: f64) -> Result<Survivors> {
+    pub fn bounds(
+        &mut self,
+        buffer: &ChunkBuffer,
+        len: usize,
+        cutoff: f64,
+    ) -> Result<ChunkSurvivors> {
         let copied = self.bounds_of(buffer.values(len), cutoff);
         if copied.is_err() {
             // The copy may still read the buffer: wait for it (an error
@@ -262,7 +264,7 @@ impl<'g> SearchDevice<'g> {
         copied
     }
 
-    fn bounds_of(&mut self, x: &[f64], cutoff: f64) -> Result<Survivors> {
+    fn bounds_of(&mut self, x: &[f64], cutoff: f64) -> Result<ChunkSurvivors> {
         let rows = x.len() / self.dims;
         let starts = rows + 1 - self.m;
         assert!(
@@ -288,15 +290,38 @@ impl<'g> SearchDevice<'g> {
     }
 
     /// The survivors the bounds kernel left in the chunk now on the
-    /// device.
-    fn survivors(&self) -> Result<Survivors> {
-        let buffers = (&self.tally, &self.kept, &self.bounds);
-        read_survivors(
-            &self.gpu.stream,
-            buffers,
-            self.starts,
-            "the search's bounds",
-        )
+    /// device: the tally, then as many starts and bounds as it counts.
+    fn survivors(&self) -> Result<ChunkSurvivors> {
+        let stream = &self.gpu.stream;
+        let mut tally = vec![0; TALLY_WORDS];
+        stream
+            .memcpy_dtoh(&self.tally, &mut tally[..])
+            .call("copying to the host")?;
+        let (count, pruned) = read_tally(&tally);
+        let counted = count as u64 + pruned.iter().sum::<u64>();
+        if counted != self.starts as u64 {
+            return Err(Error::GpuFailure(format!(
+                "the search's bounds counted {counted} of {} starts",
+                self.starts
+            )));
+        }
+        let mut found = ChunkSurvivors {
+            starts: vec![0; count],
+            bounds: vec![0.0; count * BOUNDS_PER_START],
+            pruned,
+        };
+        if count > 0 {
+            stream
+                .memcpy_dtoh(&self.kept.slice(..count), &mut found.starts[..])
+                .call("copying to the host")?;
+            stream
+                .memcpy_dtoh(
+                    &self.bounds.slice(..found.bounds.len()),
+                    &mut found.bounds[..],
+                )
+                .call("copying to the host")?;
+        }
+        Ok(found)
     }
 
     /// The DTW costs of `candidates` (starts of the chunk last given to
@@ -330,41 +355,4 @@ impl<'g> SearchDevice<'g> {
             .map(|c| (c != ABANDONED).then_some(c))
             .collect())
     }
-}
-
-/// The survivors a bounds kernel left in `(tally, kept, bounds)` on the
-/// device, of `expected` starts or pairs: the tally, then as many of them
-/// and their bounds as it counts. An error names `what` if the tally does
-/// not account for every one.
-pub(crate) fn read_survivors(
-    stream: &Arc<CudaStream>,
-    (tally, kept, bounds): (&CudaSlice<u32>, &CudaSlice<u32>, &CudaSlice<f64>),
-    expected: usize,
-    what: &str,
-) -> Result<Survivors> {
-    let mut words = vec![0; TALLY_WORDS];
-    stream
-        .memcpy_dtoh(tally, &mut words[..])
-        .call("copying to the host")?;
-    let (count, pruned) = read_tally(&words);
-    let counted = count as u64 + pruned.iter().sum::<u64>();
-    if counted != expected as u64 {
-        return Err(Error::GpuFailure(format!(
-            "{what} counted {counted} of {expected}"
-        )));
-    }
-    let mut found = Survivors {
-        kept: vec![0; count],
-        bounds: vec![0.0; count * BOUNDS_PER_START],
-        pruned,
-    };
-    if count > 0 {
-        stream
-            .memcpy_dtoh(&kept.slice(..count), &mut found.kept[..])
-            .call("copying to the host")?;
-        stream
-            .memcpy_dtoh(&bounds.slice(..found.bounds.len()), &mut found.bounds[..])
-            .call("copying to the host")?;
-    }
-    Ok(found)
 }

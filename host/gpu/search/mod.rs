@@ -15,4 +15,4 @@ mod alignment;
 mod device;
 
 pub(crate) use alignment::AlignmentDevice;
-pub(crate) use device::{read_survivors, ChunkBuffer, SearchDevice, SearchQuery, Survivors};
+pub(crate) use device::{ChunkBuffer, ChunkSurvivors, SearchDevice, SearchQuery};
